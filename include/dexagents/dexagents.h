@@ -1,0 +1,14 @@
+/* libdexagents: durable AI-agent sessions. Include this header only. */
+#ifndef DEXAGENTS_H
+#define DEXAGENTS_H
+
+#include "common.h"
+#include "version.h"
+#include "errors.h"
+#include "flow.h"
+#include "model.h"
+#include "tools.h"
+#include "agent.h"
+#include "runtime.h"
+
+#endif

@@ -1,0 +1,100 @@
+/* libdexagents: model clients.
+ *
+ * A model client turns one model request (the session's instructions,
+ * retained messages and offered tools, as JSON) into a reply: output items
+ * stored verbatim, their display text, and the tool calls to run. Built-in
+ * clients: the demo models ("mock/dex", "mock/dex-mini"). A host implements
+ * its own through dexa_model_vtable. Model handles are reference counted:
+ * dexa_agent_new takes its own reference, so the caller may free its handle
+ * right after. */
+#ifndef DEXAGENTS_MODEL_H
+#define DEXAGENTS_MODEL_H
+
+#include "common.h"
+
+DEXA_BEGIN_DECLS
+
+typedef struct dexa_model_request dexa_model_request;
+typedef struct dexa_model_reply dexa_model_reply;
+
+/* Kinds of live delta a model client may emit while it runs. */
+typedef enum dexa_delta_kind {
+  DEXA_DELTA_TEXT = 1,
+  DEXA_DELTA_REASONING = 2
+} dexa_delta_kind;
+
+typedef struct dexa_model_vtable {
+  uint32_t struct_size;
+  /* Runs one model call. Fill reply with dexa_model_reply_* and return
+   * DEXA_OK, or return an error code (a transient one such as
+   * DEXA_E_TRANSIENT or DEXA_E_RATE_LIMITED is retried by RunModel; see
+   * dexa_model_reply_set_error for the message and Retry-After). Called on
+   * a worker thread; several calls may run at once. */
+  int (*generate)(void *user_data, const dexa_model_request *request, dexa_model_reply *reply);
+  /* Called once when the last reference is released. Optional. */
+  void (*destroy)(void *user_data);
+} dexa_model_vtable;
+
+DEXA_EXTERN int dexa_model_vtable_init(dexa_model_vtable *vtable, size_t struct_size);
+
+/* Creates a model client named name (as sessions select it) from a vtable
+ * (copied). Returns DEXA_OK, DEXA_E_INVALID_ARG, DEXA_E_STRUCT_SIZE or
+ * DEXA_E_NOMEM. */
+DEXA_EXTERN int dexa_model_new(dexa_model **out, const char *name,
+                               const dexa_model_vtable *vtable, void *user_data);
+
+/* Creates the demo model client: no credential, deterministic replies that
+ * exercise every session feature through slash commands (see
+ * dexa_model_demo_new(3)). name is "mock/dex" or "mock/dex-mini"; any other
+ * name starting with "mock/" is accepted too. */
+DEXA_EXTERN int dexa_model_demo_new(dexa_model **out, const char *name);
+
+/* Releases the caller's reference. NULL is a no-op. */
+DEXA_EXTERN void dexa_model_free(dexa_model *model);
+
+/* The client's name, borrowed until the model is freed. */
+DEXA_EXTERN const char *dexa_model_name(const dexa_model *model);
+
+/* The request as JSON, borrowed for the duration of generate:
+ * {"model":"mock/dex","session_id":..,"turn":1,"instructions":..,
+ *  "plan_mode":false,"messages":[<stored messages, oldest first>],
+ *  "tools":[{"name":..,"description":..,"parameters":{..},"effect":"read"}]}
+ * Stored messages are described in dexagents-flow(7). */
+DEXA_EXTERN int dexa_model_request_json(const dexa_model_request *request,
+                                        const char **json, size_t *len);
+
+/* Sends a live delta (text or reasoning summary) to the session's event
+ * readers. Best effort; returns DEXA_OK or DEXA_E_INVALID_ARG. */
+DEXA_EXTERN int dexa_model_request_emit_delta(const dexa_model_request *request, int kind,
+                                              const char *text, size_t len);
+
+/* Adds one output item exactly as the provider returned it (JSON text,
+ * stored and replayed byte for byte). Returns DEXA_E_INVALID_JSON when the
+ * text is not one JSON value. */
+DEXA_EXTERN int dexa_model_reply_add_item(dexa_model_reply *reply, const char *item_json, size_t len);
+
+/* Appends display text (answer text) to the last added item. */
+DEXA_EXTERN int dexa_model_reply_add_text(dexa_model_reply *reply, const char *text, size_t len);
+
+/* Appends a reasoning summary to the last added item. */
+DEXA_EXTERN int dexa_model_reply_add_reasoning(dexa_model_reply *reply, const char *text, size_t len);
+
+/* Records a tool call carried by the last added item. arguments_json must
+ * be a JSON object; call_id must be unique within the reply. */
+DEXA_EXTERN int dexa_model_reply_add_tool_call(dexa_model_reply *reply, const char *call_id,
+                                               const char *name, const char *arguments_json,
+                                               size_t arguments_len);
+
+/* Records the provider's token usage for this call. */
+DEXA_EXTERN int dexa_model_reply_set_usage(dexa_model_reply *reply, int64_t input_tokens,
+                                           int64_t output_tokens);
+
+/* Records why the call failed (kept for the turn-failure record) and how
+ * long to wait before retrying (0: the Step's backoff). Return the error
+ * code from generate as well. */
+DEXA_EXTERN int dexa_model_reply_set_error(dexa_model_reply *reply, const char *message,
+                                           int64_t retry_after_ms);
+
+DEXA_END_DECLS
+
+#endif

@@ -1,0 +1,96 @@
+/* libdexagents: tool sources.
+ *
+ * A tool source lists tools (name, description, JSON Schema of the
+ * arguments, effect, approval policy) and runs calls. Each call runs in its
+ * own Step: READ and IDEMPOTENT_WRITE in CallTool (retried with backoff),
+ * WRITE in CallSingleAttemptTool (one attempt; a crash during it is recorded
+ * as an unknown outcome and never repeated). Every call carries an
+ * idempotency key derived from the session id and the call id. Tool sources
+ * are reference counted like models. */
+#ifndef DEXAGENTS_TOOLS_H
+#define DEXAGENTS_TOOLS_H
+
+#include "common.h"
+
+DEXA_BEGIN_DECLS
+
+typedef struct dexa_tool_list dexa_tool_list;
+typedef struct dexa_tool_invocation dexa_tool_invocation;
+typedef struct dexa_tool_output dexa_tool_output;
+
+typedef enum dexa_tool_effect {
+  DEXA_TOOL_READ = 1,             /* no effect outside; retried */
+  DEXA_TOOL_IDEMPOTENT_WRITE = 2, /* an effect that repeats safely; retried */
+  DEXA_TOOL_WRITE = 3             /* any other write; runs at most once */
+} dexa_tool_effect;
+
+typedef enum dexa_tool_approval {
+  DEXA_APPROVAL_NONE = 0,         /* runs at once */
+  DEXA_APPROVAL_REQUIRED = 1      /* waits in AwaitToolApproval first */
+} dexa_tool_approval;
+
+typedef struct dexa_tool_source_vtable {
+  uint32_t struct_size;
+  /* Adds the source's tools to list with dexa_tool_list_add. An error
+   * leaves this source out of the current model call only. */
+  int (*list_tools)(void *user_data, dexa_tool_list *list);
+  /* Runs one call; fills out with dexa_tool_output_*. Return DEXA_OK (also
+   * for a tool-level error reported with is_error), or an error code: a
+   * transient one is retried for READ and IDEMPOTENT_WRITE tools. */
+  int (*call_tool)(void *user_data, const dexa_tool_invocation *invocation, dexa_tool_output *out);
+  void (*destroy)(void *user_data); /* optional */
+} dexa_tool_source_vtable;
+
+DEXA_EXTERN int dexa_tool_source_vtable_init(dexa_tool_source_vtable *vtable, size_t struct_size);
+
+/* Creates a tool source named name (unique among an agent's sources). */
+DEXA_EXTERN int dexa_tool_source_new(dexa_tool_source **out, const char *name,
+                                     const dexa_tool_source_vtable *vtable, void *user_data);
+
+/* Releases the caller's reference. NULL is a no-op. */
+DEXA_EXTERN void dexa_tool_source_free(dexa_tool_source *source);
+
+DEXA_EXTERN const char *dexa_tool_source_name(const dexa_tool_source *source);
+
+/* Adds a tool while listing. parameters_json is a JSON Schema object (NULL
+ * means {"type":"object"}). Returns DEXA_E_INVALID_ARG for a bad name or
+ * effect, DEXA_E_INVALID_JSON for bad parameters, DEXA_E_ALREADY_EXISTS
+ * for a name listed twice. */
+DEXA_EXTERN int dexa_tool_list_add(dexa_tool_list *list, const char *name, const char *description,
+                                   const char *parameters_json, size_t parameters_len,
+                                   int effect, int approval);
+
+/* Accessors of a call, borrowed for the duration of call_tool. */
+DEXA_EXTERN const char *dexa_tool_invocation_name(const dexa_tool_invocation *invocation);
+DEXA_EXTERN const char *dexa_tool_invocation_call_id(const dexa_tool_invocation *invocation);
+DEXA_EXTERN const char *dexa_tool_invocation_session_id(const dexa_tool_invocation *invocation);
+/* "<session id>:<call id>": stable across retries and workers. */
+DEXA_EXTERN const char *dexa_tool_invocation_idempotency_key(const dexa_tool_invocation *invocation);
+DEXA_EXTERN int dexa_tool_invocation_arguments(const dexa_tool_invocation *invocation,
+                                               const char **json, size_t *len);
+DEXA_EXTERN int32_t dexa_tool_invocation_attempt(const dexa_tool_invocation *invocation);
+
+/* Sets the text result the model sees; is_error marks a tool-level error. */
+DEXA_EXTERN int dexa_tool_output_set_text(dexa_tool_output *out, const char *text, size_t len,
+                                          int is_error);
+/* Optionally keeps the full structured result (JSON) next to the text. */
+DEXA_EXTERN int dexa_tool_output_set_content(dexa_tool_output *out, const char *json, size_t len);
+
+/* A tool implemented by a host function (C, or a cffi / N-API callback). */
+typedef int (*dexa_tool_fn)(void *user_data, const dexa_tool_invocation *invocation,
+                            dexa_tool_output *out);
+
+/* Creates an empty source of host function tools. Add every tool before the
+ * source is given to an agent; the source is read-only after that. */
+DEXA_EXTERN int dexa_function_tools_new(dexa_tool_source **out, const char *name);
+
+/* Adds a function tool. fn runs on a worker thread; several calls may run at
+ * once. Returns DEXA_E_BAD_STATE once the source is in use by an agent,
+ * DEXA_E_ALREADY_EXISTS for a name added twice. */
+DEXA_EXTERN int dexa_function_tools_add(dexa_tool_source *source, const char *name,
+                                        const char *description, const char *parameters_json,
+                                        int effect, int approval, dexa_tool_fn fn, void *user_data);
+
+DEXA_END_DECLS
+
+#endif
