@@ -32,10 +32,21 @@
  * Step options (in the flow description and in decisions):
  *   {"max_attempts":3,"initial_backoff_ms":1000,"backoff_coefficient":2.0,
  *    "max_backoff_ms":60000,"timeout_ms":900000,"recovery":"RecordTurnFailure",
- *    "has_wait_for":false}
+ *    "has_wait_for":false,"locked":false}
  *   After the last failed (or lost) attempt the recovery Step runs with the
  *   same input and the error in dexa_call.recovery_error; without a recovery
- *   Step the flow fails.
+ *   Step the flow fails. "has_wait_for" false: the host skips WaitFor and
+ *   runs Execute at once. "locked" true: the method reads and writes under
+ *   the session's lock, like an RPC (its read-modify-write is atomic against
+ *   RPCs); such methods do no I/O and return quickly.
+ *
+ * Flow description (dexa_flow_describe):
+ *   {"flow_type":"AgentSession","start_step":"StartAgentSession",
+ *    "steps":[{"name":"RunModel","options":{..every option..}}],
+ *    "rpcs":[{"name":"send_message","read_only":false}],
+ *    "attributes":[..],"channels":[..],"streams":["AgentEvents"]}
+ *   The start Step's input is {"settings":{..}} (settings as given to
+ *   start_session, or {}).
  *
  * Attribute keys are UTF-8 text; a map instance is "Name/instance". Values
  * are JSON text; a write with a NULL value deletes the key. */
