@@ -63,7 +63,7 @@ typedef enum dexa_call_kind {
   DEXA_CALL_RPC = 3
 } dexa_call_kind;
 
-/* Reads one attribute. Sets *value/*value_len to the JSON text and returns
+/* Reads one attribute. Sets *value and *value_len to the JSON text and returns
  * DEXA_OK, or returns DEXA_E_NOT_FOUND when the key is absent. The text is
  * borrowed until the next reader callback of the same call. Any other return
  * aborts the dispatch with DEXA_E_CALLBACK_FAILED. */
