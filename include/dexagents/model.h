@@ -57,11 +57,18 @@ DEXA_EXTERN const char *dexa_model_name(const dexa_model *model);
 
 /* The request as JSON, borrowed for the duration of generate:
  * {"model":"mock/dex","session_id":..,"turn":1,"instructions":..,
- *  "plan_mode":false,"messages":[<stored messages, oldest first>],
+ *  "round":1,"attempt":1,"plan_mode":false,"messages":[<stored messages, oldest first>],
  *  "tools":[{"name":..,"description":..,"parameters":{..},"effect":"read"}]}
  * Stored messages are described in dexagents-flow(7). */
 DEXA_EXTERN int dexa_model_request_json(const dexa_model_request *request,
                                         const char **json, size_t *len);
+
+/* The number of stored messages in the request, and message index (0 is
+ * the oldest) as JSON text, borrowed for the duration of generate. Lets a
+ * client translate messages one at a time without parsing the request. */
+DEXA_EXTERN size_t dexa_model_request_message_count(const dexa_model_request *request);
+DEXA_EXTERN int dexa_model_request_message_at(const dexa_model_request *request, size_t index,
+                                              const char **json, size_t *len);
 
 /* Sends a live delta (text or reasoning summary) to the session's event
  * readers. Best effort; returns DEXA_OK or DEXA_E_INVALID_ARG. */
