@@ -1,45 +1,236 @@
-# libdexagents: GNU Make build. The version comes from include/dexagents/version.h.
+# libdexagents: plain GNU Make build (zstd style). The version comes from
+# include/dexagents/version.h, the one place it is written.
+#
+#   make              the libraries: lib/libdexagents.so.1.x.y (+ symlinks), lib/libdexagents.a
+#   make run          install missing packages (as root), build, start examples/chat
+#   make check        install missing packages (as root), build, run every test
+#   make check-asan   the same tests under ASan + UBSan (build dir build-asan)
+#   make install      PREFIX=/usr/local DESTDIR= LIBDIR= INCLUDEDIR= MANDIR= PKGCONFIGDIR=
+#   make help         every target
 VERSION_H := include/dexagents/version.h
 MAJOR := $(shell sed -n 's/^\#define DEXA_VERSION_MAJOR \([0-9]*\)/\1/p' $(VERSION_H))
 MINOR := $(shell sed -n 's/^\#define DEXA_VERSION_MINOR \([0-9]*\)/\1/p' $(VERSION_H))
 PATCH := $(shell sed -n 's/^\#define DEXA_VERSION_PATCH \([0-9]*\)/\1/p' $(VERSION_H))
 VERSION := $(MAJOR).$(MINOR).$(PATCH)
 
+# ---- tool chain and flags ------------------------------------------------
 CC ?= cc
 OPT ?= -O2 -g
+# SAN: extra compile + link flags of a sanitizer build (set by check-asan).
+SAN ?=
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -fPIC -fvisibility=hidden \
-  -DBUILDING_DEXAGENTS -Iinclude -Isrc $(CFLAGS)
-LIBS := -lcjson -lsqlite3 -lpthread -lm
+# libpq's header lives in /usr/include/postgresql on Debian. Recursive (=)
+# so pkg-config runs only when a recipe needs it, after `make deps`.
+PQ_CFLAGS = $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
+CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -fPIC -fvisibility=hidden \
+  -DBUILDING_DEXAGENTS -Iinclude -Isrc $(PQ_CFLAGS) $(CPPFLAGS) $(CFLAGS)
+TEST_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -Iinclude -Isrc -Itest \
+  $(PQ_CFLAGS) $(CPPFLAGS) $(CFLAGS)
+# Every dependency is a Debian package; mbedTLS ships no .pc file.
+LIBS := -lcjson -lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lmicrohttpd -lsqlite3 -lpq \
+  -lpthread -lm
 
+# ---- install locations ---------------------------------------------------
+PREFIX ?= /usr/local
+EXEC_PREFIX ?= $(PREFIX)
+LIBDIR ?= $(EXEC_PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+DESTDIR ?=
+INSTALL ?= install
+
+# ---- outputs -------------------------------------------------------------
+# BUILD holds objects and test programs; LIBOUT the libraries. A sanitizer
+# build moves both (build-asan, build-asan/lib) so it never mixes objects.
 BUILD ?= build
+LIBOUT ?= lib
 SRCS := $(sort $(wildcard src/*/*.c))
 OBJS := $(SRCS:%.c=$(BUILD)/%.o)
-DEPS := $(OBJS:.o=.d)
 
 SONAME := libdexagents.so.$(MAJOR)
-SHLIB := lib/libdexagents.so.$(VERSION)
-STLIB := lib/libdexagents.a
+SHLIB_NAME := libdexagents.so.$(VERSION)
+SHLIB := $(LIBOUT)/$(SHLIB_NAME)
+STLIB := $(LIBOUT)/libdexagents.a
 MAP := lib/libdexagents.map
 
-.PHONY: all clean
-all: $(SHLIB) $(STLIB)
+# Every test/unit/*.c and test/integration/*.c is its own program.
+TEST_SRCS := $(sort $(wildcard test/unit/*.c test/integration/*.c))
+TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
+BENCH_SRCS := $(sort $(wildcard test/bench/*.c))
+BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
+# Every examples/NAME/ with .c files builds examples/NAME/NAME.
+EXAMPLE_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard examples/*/*.c))))
+EXAMPLES := $(foreach d,$(EXAMPLE_DIRS),$(d)/$(notdir $(d)))
+
+DEPFILES := $(OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BINS:=.d) $(addprefix $(BUILD)/,$(EXAMPLES:=.d))
+
+# Debian packages: to build, and what `make check` needs on top.
+DEB_BUILD := gcc make binutils pkg-config libcjson-dev libcurl4-openssl-dev libmbedtls-dev \
+  libmicrohttpd-dev libsqlite3-dev libpq-dev
+DEB_CHECK := g++ clang abigail-tools groff-base man-db
+DEB_VALGRIND := valgrind
+
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ASAN_BUILD := build-asan
+RUN_STORE ?= dexagents-chat.db
+ABI_BASELINE := abi/libdexagents.abi
+
+.DELETE_ON_ERROR:
+.PHONY: all lib-shared lib-static deps deps-check deps-valgrind examples tests bench run check \
+  check-asan check-valgrind check-abi abi-update install install-shared install-static \
+  install-includes install-man install-pc uninstall clean help
+
+all: lib-shared lib-static
+lib-shared: $(SHLIB)
+lib-static: $(STLIB)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
+# --as-needed: record only the dependencies the library really calls.
 $(SHLIB): $(OBJS) $(MAP)
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script,$(MAP) -Wl,--no-undefined \
-	  -o $@ $(OBJS) $(LIBS) $(LDFLAGS)
-	ln -sf libdexagents.so.$(VERSION) lib/$(SONAME)
-	ln -sf $(SONAME) lib/libdexagents.so
+	@mkdir -p $(LIBOUT)
+	$(CC) -shared $(SAN) -Wl,-soname,$(SONAME) -Wl,--version-script,$(MAP) -Wl,--no-undefined \
+	  -Wl,--as-needed -o $@ $(OBJS) $(LIBS) $(LDFLAGS)
+	ln -sf $(SHLIB_NAME) $(LIBOUT)/$(SONAME)
+	ln -sf $(SONAME) $(LIBOUT)/libdexagents.so
 
 $(STLIB): $(OBJS)
+	@mkdir -p $(LIBOUT)
 	rm -f $@
 	ar rcs $@ $(OBJS)
 
-clean:
-	rm -rf $(BUILD) lib/libdexagents.so* $(STLIB)
+# ---- programs: tests, benchmarks, examples -------------------------------
+# Each links the static library (internal symbols are visible there). The old
+# program is removed first so a failed build never leaves a stale one to run.
+$(BUILD)/test/%: test/%.c $(STLIB)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(STLIB) $(LIBS) $(LDFLAGS)
 
--include $(DEPS)
+define example_rule
+$(1)/$(notdir $(1)): $(wildcard $(1)/*.c) $(STLIB)
+	@mkdir -p $(BUILD)/$(1)
+	@rm -f $$@
+	$$(CC) $$(TEST_CFLAGS) -I$(1) -MMD -MP -MF $(BUILD)/$(1)/$(notdir $(1)).d -o $$@ \
+	  $(wildcard $(1)/*.c) $$(STLIB) $$(LIBS) $$(LDFLAGS)
+endef
+$(foreach d,$(EXAMPLE_DIRS),$(eval $(call example_rule,$(d))))
+
+tests: $(TEST_BINS)
+examples: $(EXAMPLES)
+
+bench: $(BENCH_BINS)
+	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
+
+# ---- Debian packages -----------------------------------------------------
+# Installs what is missing when root (apt-get update only then); otherwise
+# says what is missing and goes on.
+define apt_missing
+	@command -v dpkg-query >/dev/null 2>&1 || { echo "deps: not a Debian system; need: $(1)"; exit 0; }; \
+	missing=""; \
+	for p in $(1); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q ' installed$$' || missing="$$missing $$p"; \
+	done; \
+	[ -z "$$missing" ] && exit 0; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "deps: installing$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -q && apt-get install -y -q --no-install-recommends $$missing; \
+	else \
+	  echo "deps: missing Debian packages:$$missing"; \
+	  echo "deps: install them as root (make deps) or: apt-get install$$missing"; \
+	fi
+endef
+
+deps:
+	$(call apt_missing,$(DEB_BUILD))
+deps-check:
+	$(call apt_missing,$(DEB_BUILD) $(DEB_CHECK))
+deps-valgrind:
+	$(call apt_missing,$(DEB_BUILD) $(DEB_CHECK) $(DEB_VALGRIND))
+
+# ---- the two set-up commands ---------------------------------------------
+run:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory all examples
+	@test -x examples/chat/chat || { echo "run: examples/chat/chat is not built (no sources yet)"; exit 1; }
+	examples/chat/chat --store $(RUN_STORE)
+
+# The build runs with -k and may fail: test/run counts what did not build as
+# failed, so the last line is always the total.
+check:
+	@$(MAKE) --no-print-directory deps-check
+	@$(MAKE) --no-print-directory -k all examples tests || true
+	@BUILD=$(BUILD) LIBOUT=$(LIBOUT) test/run
+
+check-asan:
+	@$(MAKE) --no-print-directory deps-check
+	@$(MAKE) --no-print-directory -k BUILD=$(ASAN_BUILD) LIBOUT=$(ASAN_BUILD)/lib OPT="-O1 -g" \
+	  SAN="$(ASAN_FLAGS)" all tests || true
+	@BUILD=$(ASAN_BUILD) LIBOUT=$(ASAN_BUILD)/lib SAN_FLAGS="$(ASAN_FLAGS)" \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 test/run
+
+check-valgrind:
+	@$(MAKE) --no-print-directory deps-valgrind
+	@$(MAKE) --no-print-directory -k all tests || true
+	@BUILD=$(BUILD) LIBOUT=$(LIBOUT) \
+	  TEST_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" \
+	  test/run
+
+# ---- ABI baseline (abigail-tools) ----------------------------------------
+# abi-update writes the reviewed baseline from a -g build; check-abi fails on
+# any abidiff status but added symbols (a layout break only sets bit 4).
+abi-update: $(SHLIB)
+	@mkdir -p $(dir $(ABI_BASELINE))
+	abidw --headers-dir include/dexagents --out-file $(ABI_BASELINE) $(SHLIB)
+check-abi: $(SHLIB)
+	@test -f $(ABI_BASELINE) || { echo "check-abi: no $(ABI_BASELINE) yet (make abi-update)"; exit 1; }
+	abidiff --no-added-syms --headers-dir2 include/dexagents $(ABI_BASELINE) $(SHLIB)
+
+# ---- install -------------------------------------------------------------
+install: install-shared install-static install-includes install-man install-pc
+install-shared: $(SHLIB)
+	$(INSTALL) -d $(DESTDIR)$(LIBDIR)
+	$(INSTALL) -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB_NAME)
+	ln -sf $(SHLIB_NAME) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libdexagents.so
+install-static: $(STLIB)
+	$(INSTALL) -d $(DESTDIR)$(LIBDIR)
+	$(INSTALL) -m 644 $(STLIB) $(DESTDIR)$(LIBDIR)/libdexagents.a
+install-includes:
+	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR)/dexagents
+	$(INSTALL) -m 644 include/dexagents/*.h $(DESTDIR)$(INCLUDEDIR)/dexagents/
+install-man:
+	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
+	$(if $(wildcard man/man3/*.3),$(INSTALL) -m 644 man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/)
+	$(if $(wildcard man/man7/*.7),$(INSTALL) -m 644 man/man7/*.7 $(DESTDIR)$(MANDIR)/man7/)
+# The .pc is written at install time so it carries this PREFIX and LIBDIR.
+install-pc:
+	$(INSTALL) -d $(DESTDIR)$(PKGCONFIGDIR)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	  -e 's|@VERSION@|$(VERSION)|' pkgconfig/dexagents.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/dexagents.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/dexagents.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/$(SHLIB_NAME) $(DESTDIR)$(LIBDIR)/$(SONAME) \
+	  $(DESTDIR)$(LIBDIR)/libdexagents.so $(DESTDIR)$(LIBDIR)/libdexagents.a \
+	  $(DESTDIR)$(PKGCONFIGDIR)/dexagents.pc
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/dexagents
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/man3/*.3))) \
+	  $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/man7/*.7)))
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out
+
+help:
+	@echo "targets: all lib-shared lib-static deps examples tests check check-asan check-valgrind"
+	@echo "         bench run install uninstall check-abi abi-update clean"
+	@echo "install: PREFIX=$(PREFIX) DESTDIR= LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"
+	@echo "         MANDIR=$(MANDIR) PKGCONFIGDIR=$(PKGCONFIGDIR)"
+	@echo "version: $(VERSION) (SONAME $(SONAME))"
+
+-include $(DEPFILES)
