@@ -27,6 +27,7 @@ int dexa__buf_reserve(dexa__buf *b, size_t extra) {
   while (cap < need) cap *= 2;
   char *p = realloc(b->data, cap);
   if (!p) goto fail;
+  p[b->len] = '\0'; /* a fresh block is not terminated yet (cstr, steal read it) */
   b->data = p;
   b->cap = cap;
   return 0;

@@ -1,5 +1,6 @@
 #include "util/json_span.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,8 +174,9 @@ int dexa__json_get_i64(const char *s, size_t n, const char *key, int64_t *out) {
   memcpy(tmp, v, vl);
   tmp[vl] = '\0';
   char *end;
+  errno = 0;
   long long x = strtoll(tmp, &end, 10);
-  if (*end != '\0') return -1;
+  if (*end != '\0' || errno == ERANGE) return -1; /* strtoll saturates out of range */
   *out = (int64_t)x;
   return 0;
 }
