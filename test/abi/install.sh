@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Installed-package test: `make install DESTDIR=<tmp> PREFIX=/usr` stages the
+# package; a program built with `pkg-config --cflags --libs dexagents` links
+# and runs against it (shared, then static with --static); uninstall removes
+# every file again.
+source "$(dirname "$0")/_lib.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+stage="$tmp/stage"
+ver=$(sed -n 's/^#define DEXA_VERSION_STRING "\(.*\)"/\1/p' include/dexagents/version.h)
+mk=(make -s --no-print-directory BUILD="$BUILD" LIBOUT="$LIBOUT" DESTDIR="$stage" PREFIX=/usr)
+
+if ! "${mk[@]}" install >"$tmp/log" 2>&1; then
+  fail "make install DESTDIR=... PREFIX=/usr" "$(tail -n 20 "$tmp/log")"
+  summary
+fi
+pass "make install DESTDIR=... PREFIX=/usr"
+
+missing=""
+for f in usr/include/dexagents/dexagents.h usr/lib/libdexagents.so.$ver usr/lib/libdexagents.a \
+  usr/lib/pkgconfig/dexagents.pc; do
+  [[ -f $stage/$f ]] || missing="$missing $f"
+done
+for f in usr/lib/libdexagents.so.${ver%%.*} usr/lib/libdexagents.so; do
+  [[ -L $stage/$f ]] || missing="$missing $f"
+done
+for h in include/dexagents/*.h; do [[ -f $stage/usr/$h ]] || missing="$missing usr/$h"; done
+for m in man/man3/*.3 man/man7/*.7; do
+  [[ -e $m ]] || continue
+  [[ -f $stage/usr/share/$m ]] || missing="$missing usr/share/$m"
+done
+if [[ -z $missing ]]; then pass "headers, libraries, symlinks, man pages and dexagents.pc installed"; else
+  fail "headers, libraries, symlinks, man pages and dexagents.pc installed" "missing:$missing"; fi
+
+if ! command -v pkg-config >/dev/null; then
+  skip "pkg-config builds a program" "pkg-config not installed"
+  summary
+fi
+export PKG_CONFIG_PATH="$stage/usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage"
+export PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1
+check "pkg-config --modversion dexagents is $ver" test "$(pkg-config --modversion dexagents)" = "$ver"
+
+cat >"$tmp/prog.c" <<'C'
+#include <dexagents/dexagents.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+  printf("%s %s\n", dexa_version(), dexa_strerror(DEXA_E_NOT_FOUND));
+  return strcmp(dexa_version(), DEXA_VERSION_STRING) != 0 || dexa_version_num() != DEXA_VERSION_NUM;
+}
+C
+read -r -a flags <<<"$(pkg-config --cflags --libs dexagents)"
+if cc $SAN_FLAGS -std=c11 -Wall -Werror -o "$tmp/prog" "$tmp/prog.c" "${flags[@]}" >"$tmp/log" 2>&1; then
+  pass "program builds with pkg-config --cflags --libs dexagents"
+  out=$(LD_LIBRARY_PATH="$stage/usr/lib" "$tmp/prog" 2>&1)
+  if [[ $? == 0 && $out == "$ver not found" ]]; then pass "program runs: dexa_version() is $ver"; else
+    fail "program runs: dexa_version() is $ver" "$out"; fi
+  needed=$(readelf -d "$tmp/prog" | grep -c 'NEEDED.*libdexagents.so.1\]')
+  check "program depends on the SONAME libdexagents.so.1" test "$needed" = 1
+else
+  fail "program builds with pkg-config --cflags --libs dexagents" "$(cat "$tmp/log")"
+fi
+
+# Static libdexagents.a with shared dependencies: Requires.private and
+# Libs.private must name every library it calls. (A fully static link would
+# need the static closure of libcurl, which Debian's -dev packages lack.)
+pc="$stage/usr/lib/pkgconfig/dexagents.pc"
+read -r -a privmods <<<"$(pkg-config --print-requires-private dexagents | awk '{ print $1 }' | tr '\n' ' ')"
+read -r -a sflags <<<"$(pkg-config --cflags dexagents) $(pkg-config --libs "${privmods[@]}") $(sed -n 's/^Libs.private: //p' "$pc")"
+if cc $SAN_FLAGS -std=c11 -o "$tmp/sprog" "$tmp/prog.c" -L"$stage/usr/lib" -Wl,-Bstatic -ldexagents \
+  -Wl,-Bdynamic "${sflags[@]}" >"$tmp/log" 2>&1; then
+  pass "program links libdexagents.a with the private dependencies of dexagents.pc"
+  check "static program runs" "$tmp/sprog"
+else
+  fail "program links libdexagents.a with the private dependencies of dexagents.pc" "$(cat "$tmp/log")"
+fi
+
+check "dexagents.pc: Requires.private names the Debian .pc modules" \
+  grep -qx 'Requires.private: libcjson libcurl sqlite3 libpq libmicrohttpd' "$stage/usr/lib/pkgconfig/dexagents.pc"
+
+"${mk[@]}" uninstall >"$tmp/log" 2>&1
+left=$(find "$stage" -type f -o -type l)
+if [[ -z $left ]]; then pass "make uninstall removes every installed file"; else
+  fail "make uninstall removes every installed file" "$left"; fi
+
+# Custom directories are honoured.
+"${mk[@]}" PREFIX=/opt/dx LIBDIR=/opt/dx/lib64 INCLUDEDIR=/opt/dx/inc MANDIR=/opt/dx/man \
+  PKGCONFIGDIR=/opt/dx/pc install >"$tmp/log" 2>&1
+if [[ -f $stage/opt/dx/lib64/libdexagents.a && -f $stage/opt/dx/inc/dexagents/dexagents.h &&
+  -f $stage/opt/dx/pc/dexagents.pc ]] && grep -qx 'libdir=/opt/dx/lib64' "$stage/opt/dx/pc/dexagents.pc"; then
+  pass "install honours LIBDIR, INCLUDEDIR, MANDIR and PKGCONFIGDIR"
+else
+  fail "install honours LIBDIR, INCLUDEDIR, MANDIR and PKGCONFIGDIR" "$(tail -n 20 "$tmp/log")"
+fi
+
+summary
