@@ -1,0 +1,77 @@
+/* The session flow's Steps and RPCs with their default options. */
+#include "core/flow_table.h"
+
+#include <string.h>
+
+static const dexa__step_def steps[] = {
+  {STEP_START_AGENT_SESSION, dexa__step_start_agent_session},
+  {STEP_AWAIT_USER_MESSAGE, dexa__step_await_user_message},
+  {STEP_RUN_MODEL, dexa__step_run_model},
+  {STEP_CALL_TOOL, dexa__step_call_tool},
+  {STEP_CALL_SINGLE_ATTEMPT_TOOL, dexa__step_call_tool},
+  {STEP_RECORD_TOOL_OUTCOME, dexa__step_record_tool_outcome},
+  {STEP_RESUME_TURN, dexa__step_resume_turn},
+  {STEP_RECORD_TURN_FAILURE, dexa__step_record_turn_failure},
+};
+
+static const dexa__rpc_def rpcs[] = {
+  {RPC_SEND_MESSAGE, dexa__rpc_send_message, 0},
+  {RPC_SNAPSHOT, dexa__rpc_snapshot, 1},
+};
+
+const dexa__step_def *dexa__flow_steps(size_t *count) {
+  *count = sizeof steps / sizeof steps[0];
+  return steps;
+}
+
+const dexa__rpc_def *dexa__flow_rpcs(size_t *count) {
+  *count = sizeof rpcs / sizeof rpcs[0];
+  return rpcs;
+}
+
+const dexa__step_def *dexa__flow_find_step(const char *name) {
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+    if (strcmp(steps[i].name, name) == 0) return &steps[i];
+  return NULL;
+}
+
+const dexa__rpc_def *dexa__flow_find_rpc(const char *name) {
+  for (size_t i = 0; i < sizeof rpcs / sizeof rpcs[0]; i++)
+    if (strcmp(rpcs[i].name, name) == 0) return &rpcs[i];
+  return NULL;
+}
+
+static int is(const char *a, const char *b) { return strcmp(a, b) == 0; }
+
+/* Quick, I/O-free bookkeeping Steps: run under the session lock, retried a
+ * few times for store hiccups. */
+static void bookkeeping(dexa__step_options *o) {
+  o->max_attempts = 10;
+  o->initial_backoff_ms = 200;
+  o->backoff_coefficient = 2.0;
+  o->max_backoff_ms = 10000;
+  o->timeout_ms = 30000;
+  o->locked = 1;
+}
+
+void dexa__flow_step_options(const dexa_agent *a, const char *step, dexa__step_options *o) {
+  memset(o, 0, sizeof *o);
+  bookkeeping(o);
+  if (is(step, STEP_AWAIT_USER_MESSAGE) || is(step, STEP_RESUME_TURN)) {
+    o->has_wait_for = 1;
+  } else if (is(step, STEP_RUN_MODEL)) {
+    o->locked = 0;
+    o->max_attempts = a->def.run_model_max_attempts;
+    o->initial_backoff_ms = 1000;
+    o->max_backoff_ms = 60000;
+    o->timeout_ms = a->def.run_model_timeout_ms;
+    o->recovery = STEP_RECORD_TURN_FAILURE;
+  } else if (is(step, STEP_CALL_TOOL) || is(step, STEP_CALL_SINGLE_ATTEMPT_TOOL)) {
+    o->locked = 0;
+    o->max_attempts = is(step, STEP_CALL_TOOL) ? a->def.tool_max_attempts : 1;
+    o->initial_backoff_ms = 1000;
+    o->max_backoff_ms = 30000;
+    o->timeout_ms = a->def.tool_timeout_ms;
+    o->recovery = STEP_RECORD_TOOL_OUTCOME;
+  }
+}

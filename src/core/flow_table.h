@@ -1,0 +1,39 @@
+/* The session flow's table of Steps and RPCs: names, handlers and default
+ * options. dexa_dispatch routes by it; dexa_flow_describe prints it. */
+#ifndef DEXA_CORE_FLOW_TABLE_H
+#define DEXA_CORE_FLOW_TABLE_H
+
+#include "core/core.h"
+
+typedef int (*dexa__handler)(dexa__ctx *c);
+
+typedef struct dexa__step_options {
+  int32_t max_attempts;
+  int64_t initial_backoff_ms;
+  double backoff_coefficient;
+  int64_t max_backoff_ms;
+  int64_t timeout_ms;
+  const char *recovery; /* NULL: the flow fails after the last attempt */
+  int has_wait_for;
+  int locked;
+} dexa__step_options;
+
+typedef struct dexa__step_def {
+  const char *name;
+  dexa__handler handler;
+} dexa__step_def;
+
+typedef struct dexa__rpc_def {
+  const char *name;
+  dexa__handler handler;
+  int read_only;
+} dexa__rpc_def;
+
+const dexa__step_def *dexa__flow_steps(size_t *count);
+const dexa__rpc_def *dexa__flow_rpcs(size_t *count);
+const dexa__step_def *dexa__flow_find_step(const char *name);
+const dexa__rpc_def *dexa__flow_find_rpc(const char *name);
+/* The default options of a Step for this agent. */
+void dexa__flow_step_options(const dexa_agent *a, const char *step, dexa__step_options *o);
+
+#endif

@@ -1,0 +1,45 @@
+/* Reading a Step's or RPC's input. */
+#include "core/core.h"
+
+int dexa__input_i64(dexa__ctx *c, const char *name, int64_t *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->input, name);
+  if (!cJSON_IsNumber(v)) return DEXA_E_INVALID_JSON;
+  *out = (int64_t)v->valuedouble;
+  return DEXA_OK;
+}
+
+const char *dexa__input_str(dexa__ctx *c, const char *name) {
+  return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c->input, name));
+}
+
+/* Decodes one UTF-8 code point; returns its length, 0 when invalid. */
+static size_t utf8_next(const unsigned char *s, size_t n, unsigned *cp) {
+  if (s[0] < 0x80) {
+    *cp = s[0];
+    return 1;
+  }
+  size_t len = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC0 ? 2 : 0;
+  if (!len || len > n) return 0;
+  *cp = s[0] & (0x3F >> (len - 1));
+  for (size_t i = 1; i < len; i++) *cp = (*cp << 6) | (s[i] & 0x3F);
+  return len;
+}
+
+/* Python's str.isspace(): the Unicode White_Space-like set it uses. */
+static int py_space(unsigned cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 ||
+         cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
+         cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+int dexa__is_blank(const char *s, size_t n) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0;
+  while (i < n) {
+    unsigned cp;
+    size_t l = utf8_next(p + i, n - i, &cp);
+    if (!l || !py_space(cp)) return 0;
+    i += l;
+  }
+  return 1;
+}

@@ -1,0 +1,63 @@
+/* Builds a model request: the retained messages are spliced in as the JSON
+ * text they were stored as; no history is parsed or re-printed. */
+#include <string.h>
+
+#include "core/model_request.h"
+#include "tools/tool_source.h"
+
+typedef struct splice {
+  dexa_model_request *req;
+  int rc;
+} splice;
+
+static int splice_message(void *ctx, const char *key, size_t key_len, const char *value,
+                          size_t value_len) {
+  splice *s = ctx;
+  dexa__buf *b = &s->req->json;
+  if (s->req->message_count) dexa__buf_putc(b, ',');
+  size_t off = b->len;
+  dexa__buf_append(b, value, value_len);
+  if (b->oom || dexa__model_request_add_message(s->req, off) != DEXA_OK) {
+    s->rc = DEXA_E_NOMEM;
+    return DEXA_E_NOMEM;
+  }
+  return 0;
+}
+
+static void put_tools(dexa__buf *b, const dexa_tool_list *tools) {
+  dexa__buf_puts(b, "],\"tools\":[");
+  for (size_t i = 0; i < tools->count; i++) {
+    const dexa__tool_def *d = &tools->defs[i];
+    if (i) dexa__buf_putc(b, ',');
+    dexa__buf_puts(b, "{\"name\":");
+    dexa__buf_json_cstr(b, d->name);
+    dexa__buf_puts(b, ",\"description\":");
+    dexa__buf_json_cstr(b, d->description);
+    dexa__buf_puts(b, ",\"parameters\":");
+    dexa__buf_puts(b, d->parameters);
+    dexa__buf_puts(b, ",\"effect\":");
+    dexa__buf_json_cstr(b, dexa__tool_effect_name(d->effect));
+    dexa__buf_putc(b, '}');
+  }
+  dexa__buf_puts(b, "]}");
+}
+
+int dexa__model_request_build(dexa__ctx *c, const dexa_model *model, int64_t turn, int64_t round,
+                              const dexa_tool_list *tools, dexa_model_request *req) {
+  dexa__buf *b = &req->json;
+  dexa__buf_reserve(b, 4096);
+  dexa__buf_puts(b, "{\"model\":");
+  dexa__buf_json_cstr(b, dexa_model_name(model));
+  dexa__buf_puts(b, ",\"session_id\":");
+  dexa__buf_json_cstr(b, c->call->session_id);
+  dexa__buf_printf(b, ",\"turn\":%lld,\"round\":%lld,\"attempt\":%d,\"instructions\":",
+                   (long long)turn, (long long)round, (int)c->call->attempt);
+  dexa__buf_json_cstr(b, c->agent->instructions);
+  dexa__buf_puts(b, ",\"plan_mode\":false,\"messages\":[");
+  splice s = {req, DEXA_OK};
+  int rc = dexa__attr_scan(c, ATTR_MESSAGES, splice_message, &s);
+  if (s.rc != DEXA_OK) return s.rc;
+  if (rc != DEXA_OK) return rc;
+  put_tools(b, tools);
+  return b->oom ? DEXA_E_NOMEM : DEXA_OK;
+}

@@ -1,0 +1,12 @@
+/* Model requests built from durable state. */
+#ifndef DEXA_CORE_MODEL_REQUEST_H
+#define DEXA_CORE_MODEL_REQUEST_H
+
+#include "core/core.h"
+#include "model/model.h"
+
+/* Fills req (initialized) with the request document for one model call. */
+int dexa__model_request_build(dexa__ctx *c, const dexa_model *model, int64_t turn, int64_t round,
+                              const dexa_tool_list *tools, dexa_model_request *req);
+
+#endif

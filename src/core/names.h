@@ -1,0 +1,47 @@
+/* Durable names of the agent session flow (documented in dexagents-flow(7)).
+ * User-visible names keep the product docs' spelling. */
+#ifndef DEXA_CORE_NAMES_H
+#define DEXA_CORE_NAMES_H
+
+#define DEXA_FLOW_TYPE_DEFAULT "AgentSession"
+
+/* Steps */
+#define STEP_START_AGENT_SESSION "StartAgentSession"
+#define STEP_AWAIT_USER_MESSAGE "AwaitUserMessage"
+#define STEP_RUN_MODEL "RunModel"
+#define STEP_COMPACT_CONTEXT "CompactContext"
+#define STEP_AWAIT_TOOL_APPROVAL "AwaitToolApproval"
+#define STEP_CALL_TOOL "CallTool"
+#define STEP_CALL_SINGLE_ATTEMPT_TOOL "CallSingleAttemptTool"
+#define STEP_RECORD_TOOL_OUTCOME "RecordToolOutcome"
+#define STEP_AWAIT_QUESTION_ANSWER "AwaitQuestionAnswer"
+#define STEP_AWAIT_TIMER "AwaitTimer"
+#define STEP_RESUME_TURN "ResumeTurn"
+#define STEP_APPLY_TURN_CONTROL "ApplyTurnControl"
+#define STEP_RECORD_TURN_FAILURE "RecordTurnFailure"
+
+/* Attributes (a trailing '/' marks an AttributeMap prefix) */
+#define ATTR_SESSION "AgentSession"
+#define ATTR_TRANSCRIPT "AgentTranscript"
+#define ATTR_TURN "AgentTurn"
+#define ATTR_QUEUE_STATE "AgentQueueState"
+#define ATTR_MESSAGES "AgentMessages/"
+#define ATTR_MESSAGE_CHUNKS "AgentMessageChunks/"
+#define ATTR_QUEUED_MESSAGES "QueuedUserMessages/"
+#define ATTR_PLAN "AgentPlan"
+
+/* Channels */
+#define CHAN_USER_MESSAGE_SIGNALS "UserMessageSignals"
+#define CHAN_TOOL_RESULTS "ToolResults/" /* + "<turn>-<round>" */
+
+/* Stream */
+#define STREAM_EVENTS "AgentEvents"
+
+/* RPCs */
+#define RPC_SEND_MESSAGE "send_message"
+#define RPC_SNAPSHOT "snapshot"
+
+/* Messages in the snapshot */
+#define SNAPSHOT_MESSAGES 200
+
+#endif

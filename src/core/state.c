@@ -1,0 +1,76 @@
+/* State records of a session: AgentTranscript (message sequence and size),
+ * AgentTurn (the current turn), and the session's model choice. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "model/model.h"
+
+static int64_t get_i64(const cJSON *o, const char *name, int64_t dflt) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+  return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+}
+
+int dexa__transcript_load(dexa__ctx *c, dexa__transcript *t) {
+  cJSON *o;
+  int rc = dexa__attr_get_json(c, ATTR_TRANSCRIPT, &o);
+  if (rc != DEXA_OK) return rc;
+  if (!o) return DEXA_E_NOT_FOUND;
+  t->next_seq = get_i64(o, "next_seq", 1);
+  t->first_seq = get_i64(o, "first_seq", 1);
+  t->turn = get_i64(o, "turn", 0);
+  t->bytes = get_i64(o, "bytes", 0);
+  cJSON_Delete(o);
+  return DEXA_OK;
+}
+
+int dexa__transcript_store(dexa__ctx *c, const dexa__transcript *t) {
+  char text[200];
+  int n = snprintf(text, sizeof text,
+                   "{\"next_seq\":%lld,\"first_seq\":%lld,\"turn\":%lld,\"bytes\":%lld}",
+                   (long long)t->next_seq, (long long)t->first_seq, (long long)t->turn,
+                   (long long)t->bytes);
+  return dexa__attr_put_raw(c, ATTR_TRANSCRIPT, text, (size_t)n);
+}
+
+void dexa__message_key(char *key, size_t n, int64_t seq) {
+  snprintf(key, n, ATTR_MESSAGES "%020lld", (long long)seq);
+}
+
+int dexa__message_put(dexa__ctx *c, dexa__transcript *t, int64_t seq, const char *json,
+                      size_t len) {
+  char key[48];
+  dexa__message_key(key, sizeof key, seq);
+  t->bytes += (int64_t)len;
+  return dexa__attr_put_raw(c, key, json, len);
+}
+
+int dexa__session_model(dexa__ctx *c, const dexa_model **out) {
+  const dexa_agent *a = c->agent;
+  cJSON *s;
+  int rc = dexa__attr_get_json(c, ATTR_SESSION, &s);
+  if (rc != DEXA_OK) return rc;
+  if (!s) return DEXA_E_NOT_FOUND;
+  const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "model"));
+  *out = a->models[0];
+  for (size_t i = 0; name && i < a->model_count; i++)
+    if (strcmp(a->models[i]->name, name) == 0) *out = a->models[i];
+  cJSON_Delete(s);
+  return DEXA_OK;
+}
+
+int dexa__turn_set(dexa__ctx *c, int64_t turn, const char *status, const char *error_json) {
+  dexa__buf b;
+  dexa__buf_init(&b);
+  dexa__buf_printf(&b, "{\"turn\":%lld,\"status\":", (long long)turn);
+  dexa__buf_json_cstr(&b, status);
+  dexa__buf_printf(&b, ",\"since_ms\":%lld", (long long)c->call->now_ms);
+  if (error_json) {
+    dexa__buf_puts(&b, ",\"error\":");
+    dexa__buf_puts(&b, error_json);
+  }
+  dexa__buf_putc(&b, '}');
+  int rc = b.oom ? DEXA_E_NOMEM : dexa__attr_put_raw(c, ATTR_TURN, b.data, b.len);
+  dexa__buf_free(&b);
+  return rc;
+}

@@ -1,0 +1,208 @@
+/* RunModel: one model call. Builds the input from durable state, streams
+ * deltas live, stores every output item verbatim, and routes each tool call
+ * to its own Step (in parallel) joined by ResumeTurn; a reply without tool
+ * calls ends the turn. A transient failure is retried by the host; after the
+ * last attempt, or at once for a permanent failure, RecordTurnFailure runs. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/model_request.h"
+#include "tools/tool_source.h"
+
+typedef struct run {
+  dexa__ctx *c;
+  const dexa_model *model;
+  int64_t turn;
+  int64_t round;
+  dexa_tool_list tools;
+  dexa_model_request req;
+  dexa_model_reply reply;
+} run;
+
+/* 1 when turn is the session's running turn; a RunModel of a turn that was
+ * stopped or superseded ends its branch quietly. */
+static int turn_is_running(dexa__ctx *c, int64_t turn, int *rc) {
+  cJSON *t;
+  *rc = dexa__attr_get_json(c, ATTR_TURN, &t);
+  if (*rc != DEXA_OK || !t) return 0;
+  const cJSON *n = cJSON_GetObjectItemCaseSensitive(t, "turn");
+  const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "status"));
+  int running = cJSON_IsNumber(n) && (int64_t)n->valuedouble == turn && status &&
+                strcmp(status, "running") == 0;
+  cJSON_Delete(t);
+  return running;
+}
+
+static void emit_delta(void *ctx, int kind, const char *text, size_t len) {
+  run *r = ctx;
+  dexa__buf e;
+  dexa__event_begin(r->c, &e, kind == DEXA_DELTA_TEXT ? "text_delta" : "reasoning_delta");
+  dexa__buf_printf(&e, ",\"turn\":%lld,\"text\":", (long long)r->turn);
+  dexa__buf_json_str(&e, text, len);
+  dexa__buf_putc(&e, '}');
+  if (!e.oom) dexa__event_live(r->c, e.data, e.len);
+  dexa__buf_free(&e);
+}
+
+static int fail_turn(run *r, int code, const char *message) {
+  dexa__buf in;
+  dexa__buf_init(&in);
+  dexa__buf_printf(&in, "{\"turn\":%lld,\"round\":%lld,\"error\":{\"code\":%d,\"message\":",
+                   (long long)r->turn, (long long)r->round, code);
+  dexa__buf_json_cstr(&in, message);
+  dexa__buf_puts(&in, "}}");
+  int rc = in.oom ? DEXA_E_NOMEM : dexa__decide_next(r->c, STEP_RECORD_TURN_FAILURE, in.data);
+  dexa__buf_free(&in);
+  return rc;
+}
+
+/* A failed model call: transient ones go back to the host for a retry,
+ * anything else fails the turn now (retrying cannot help). */
+static int model_failed(run *r, int code) {
+  const char *msg = r->reply.error ? r->reply.error : dexa_strerror(code);
+  int cls = dexa_error_class(code);
+  if (cls == DEXA_CLASS_TRANSIENT || cls == DEXA_CLASS_FATAL) {
+    dexa__result_failf(r->c->result, code, "model %s: %s", dexa_model_name(r->model), msg);
+    r->c->result->retry_after_ms = r->reply.retry_after_ms;
+    return code;
+  }
+  return fail_turn(r, code, msg);
+}
+
+static void build_model_message(run *r, dexa__buf *m, int64_t seq, size_t i) {
+  const dexa__reply_item *it = &r->reply.items[i];
+  dexa__buf_printf(m, "{\"seq\":%lld,\"turn\":%lld,\"round\":%lld,\"role\":\"model\",\"model\":",
+                   (long long)seq, (long long)r->turn, (long long)r->round);
+  dexa__buf_json_cstr(m, dexa_model_name(r->model));
+  dexa__buf_printf(m, ",\"at\":%lld", (long long)r->c->call->now_ms);
+  if (it->text.len) {
+    dexa__buf_puts(m, ",\"text\":");
+    dexa__buf_json_str(m, it->text.data, it->text.len);
+  }
+  if (it->reasoning.len) {
+    dexa__buf_puts(m, ",\"reasoning\":");
+    dexa__buf_json_str(m, it->reasoning.data, it->reasoning.len);
+  }
+  if (it->tool_call_count) {
+    dexa__buf_puts(m, ",\"tool_calls\":[");
+    dexa__buf_append(m, it->tool_calls.data, it->tool_calls.len);
+    dexa__buf_putc(m, ']');
+  }
+  if (r->reply.has_usage && i + 1 == r->reply.item_count)
+    dexa__buf_printf(m, ",\"usage\":{\"input_tokens\":%lld,\"output_tokens\":%lld}",
+                     (long long)r->reply.input_tokens, (long long)r->reply.output_tokens);
+  dexa__buf_puts(m, ",\"item\":");
+  dexa__buf_append(m, it->json, it->json_len); /* verbatim */
+  dexa__buf_putc(m, '}');
+}
+
+static int store_items(run *r, dexa__transcript *t) {
+  int rc = DEXA_OK;
+  dexa__buf m;
+  dexa__buf_init(&m);
+  for (size_t i = 0; i < r->reply.item_count && rc == DEXA_OK; i++) {
+    dexa__buf_reset(&m);
+    int64_t seq = t->next_seq++;
+    build_model_message(r, &m, seq, i);
+    if (m.oom) rc = DEXA_E_NOMEM;
+    if (rc == DEXA_OK) rc = dexa__message_put(r->c, t, seq, m.data, m.len);
+    dexa__buf e;
+    dexa__event_begin(r->c, &e, "message_appended");
+    dexa__buf_puts(&e, ",\"message\":");
+    dexa__buf_append(&e, m.data, m.len);
+    if (rc == DEXA_OK) rc = dexa__event_end(r->c, &e);
+    else dexa__buf_free(&e);
+  }
+  dexa__buf_free(&m);
+  return rc;
+}
+
+static int finish_turn(run *r) {
+  int rc = dexa__turn_set(r->c, r->turn, "idle", NULL);
+  dexa__buf e;
+  dexa__event_begin(r->c, &e, "turn_finished");
+  dexa__buf_printf(&e, ",\"turn\":%lld", (long long)r->turn);
+  if (rc == DEXA_OK) rc = dexa__event_end(r->c, &e);
+  else dexa__buf_free(&e);
+  if (rc == DEXA_OK) rc = dexa__decide_next(r->c, STEP_AWAIT_USER_MESSAGE, NULL);
+  return rc;
+}
+
+/* All tool calls of the reply as one JSON array. */
+static cJSON *reply_calls(const dexa_model_reply *reply) {
+  dexa__buf b;
+  dexa__buf_init(&b);
+  dexa__buf_putc(&b, '[');
+  int first = 1;
+  for (size_t i = 0; i < reply->item_count; i++) {
+    const dexa__reply_item *it = &reply->items[i];
+    if (!it->tool_call_count) continue;
+    if (!first) dexa__buf_putc(&b, ',');
+    dexa__buf_append(&b, it->tool_calls.data, it->tool_calls.len);
+    first = 0;
+  }
+  dexa__buf_putc(&b, ']');
+  cJSON *calls = b.oom ? NULL : cJSON_ParseWithLength(b.data, b.len);
+  dexa__buf_free(&b);
+  return calls;
+}
+
+static int record_reply(run *r) {
+  dexa__transcript t;
+  int rc = dexa__transcript_load(r->c, &t);
+  if (rc == DEXA_OK) rc = store_items(r, &t);
+  if (rc != DEXA_OK) return rc;
+  if (r->reply.tool_call_count == 0) {
+    rc = dexa__transcript_store(r->c, &t);
+    return rc == DEXA_OK ? finish_turn(r) : rc;
+  }
+  cJSON *calls = reply_calls(&r->reply);
+  if (!calls) return DEXA_E_NOMEM;
+  dexa__decision d;
+  dexa__decision_init(&d);
+  rc = dexa__route_tool_calls(r->c, &r->tools, calls, r->turn, r->round, &t, &d);
+  cJSON_Delete(calls);
+  if (rc == DEXA_OK) rc = dexa__transcript_store(r->c, &t);
+  if (rc == DEXA_OK) return dexa__decision_commit(r->c, &d);
+  dexa__buf_free(&d.b);
+  return rc;
+}
+
+static int call_model(run *r) {
+  int rc = dexa__tool_catalog(r->c, &r->tools);
+  if (rc == DEXA_OK)
+    rc = dexa__model_request_build(r->c, r->model, r->turn, r->round, &r->tools, &r->req);
+  if (rc != DEXA_OK) return rc;
+  r->req.emit = emit_delta;
+  r->req.emit_ctx = r;
+  rc = r->model->vt.generate(r->model->user_data, &r->req, &r->reply);
+  if (rc == DEXA_OK && r->reply.oom) rc = DEXA_E_NOMEM;
+  if (rc == DEXA_OK && r->reply.item_count == 0) {
+    dexa_model_reply_set_error(&r->reply, "the model returned no output", 0);
+    rc = DEXA_E_TRANSIENT;
+  }
+  if (rc != DEXA_OK) return model_failed(r, rc);
+  return record_reply(r);
+}
+
+int dexa__step_run_model(dexa__ctx *c) {
+  run r;
+  memset(&r, 0, sizeof r);
+  r.c = c;
+  if (dexa__input_i64(c, "turn", &r.turn) != DEXA_OK ||
+      dexa__input_i64(c, "round", &r.round) != DEXA_OK)
+    return dexa__result_fail(c->result, DEXA_E_INVALID_JSON, "RunModel needs turn and round");
+  int rc;
+  if (!turn_is_running(c, r.turn, &rc))
+    return rc != DEXA_OK ? rc : dexa__result_set_decision(c->result, "{\"next\":[]}", 11);
+  rc = dexa__session_model(c, &r.model);
+  if (rc != DEXA_OK) return rc;
+  dexa__tool_list_init(&r.tools);
+  dexa__model_request_init(&r.req);
+  dexa__model_reply_init(&r.reply);
+  rc = call_model(&r);
+  dexa__model_reply_free(&r.reply);
+  dexa__model_request_free(&r.req);
+  dexa__tool_list_free(&r.tools);
+  return rc;
+}
