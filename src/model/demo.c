@@ -1,0 +1,211 @@
+/* The demo model ("mock/dex", "mock/dex-mini"): no credential, replies
+ * computed from the last message so every session feature can be tried:
+ *   plain text        echoed back, streamed in several deltas
+ *   /model            answers the session's model name
+ *   /fail N           fails while the RunModel attempt is <= N (retry tests)
+ *   /tool NAME {json} calls any tool (one call per /tool line, in parallel)
+ * After tool results it answers with a summary of them. Stateless: the same
+ * request always gets the same reply, in any process. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dexagents/errors.h"
+#include "model/model.h"
+#include "util/buf.h"
+
+typedef struct demo_call {
+  const dexa_model_request *req;
+  dexa_model_reply *reply;
+  cJSON *request_head; /* model, turn, round, attempt */
+  cJSON *last;         /* the newest message */
+} demo_call;
+
+static int64_t head_i64(const demo_call *d, const char *name) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(d->request_head, name);
+  return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+}
+
+static const char *head_str(const demo_call *d, const char *name) {
+  const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d->request_head, name));
+  return s ? s : "";
+}
+
+/* Streams text in three deltas, then records it as one message item. */
+static int answer(demo_call *d, const char *text) {
+  size_t n = strlen(text), a = n / 3, b = 2 * n / 3;
+  while (a < n && ((unsigned char)text[a] & 0xC0) == 0x80) a++;
+  while (b < n && ((unsigned char)text[b] & 0xC0) == 0x80) b++;
+  dexa_model_request_emit_delta(d->req, DEXA_DELTA_TEXT, text, a);
+  dexa_model_request_emit_delta(d->req, DEXA_DELTA_TEXT, text + a, b - a);
+  dexa_model_request_emit_delta(d->req, DEXA_DELTA_TEXT, text + b, n - b);
+  dexa__buf item;
+  dexa__buf_init(&item);
+  dexa__buf_puts(&item, "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":"
+                        "\"output_text\",\"text\":");
+  dexa__buf_json_cstr(&item, text);
+  dexa__buf_puts(&item, "}]}");
+  int rc = item.oom ? DEXA_E_NOMEM : dexa_model_reply_add_item(d->reply, item.data, item.len);
+  if (rc == DEXA_OK) rc = dexa_model_reply_add_text(d->reply, text, n);
+  dexa__buf_free(&item);
+  return rc;
+}
+
+/* One "/tool NAME {json}" line; returns 1 when it was a well-formed call. */
+static int tool_line(demo_call *d, const char *line, size_t len, int index, int *rc) {
+  const char *p = line + 5, *end = line + len;
+  while (p < end && *p == ' ') p++;
+  const char *name = p;
+  while (p < end && *p != ' ' && *p != '{') p++;
+  size_t name_len = (size_t)(p - name);
+  while (p < end && *p == ' ') p++;
+  cJSON *args = p < end ? cJSON_ParseWithLength(p, (size_t)(end - p)) : cJSON_CreateObject();
+  if (!name_len || name_len > 64 || !cJSON_IsObject(args)) {
+    cJSON_Delete(args);
+    return 0;
+  }
+  char nm[65], id[96];
+  memcpy(nm, name, name_len);
+  nm[name_len] = '\0';
+  snprintf(id, sizeof id, "demo-t%lldr%lldc%d", (long long)head_i64(d, "turn"),
+           (long long)head_i64(d, "round"), index);
+  char *a = cJSON_PrintUnformatted(args);
+  cJSON *item = cJSON_CreateObject();
+  cJSON_AddStringToObject(item, "type", "function_call");
+  cJSON_AddStringToObject(item, "call_id", id);
+  cJSON_AddStringToObject(item, "name", nm);
+  cJSON_AddStringToObject(item, "arguments", a ? a : "{}");
+  char *text = cJSON_PrintUnformatted(item);
+  *rc = (!a || !text) ? DEXA_E_NOMEM : dexa_model_reply_add_item(d->reply, text, strlen(text));
+  if (*rc == DEXA_OK) *rc = dexa_model_reply_add_tool_call(d->reply, id, nm, a, strlen(a));
+  cJSON_free(text);
+  cJSON_free(a);
+  cJSON_Delete(item);
+  cJSON_Delete(args);
+  return 1;
+}
+
+/* Every /tool line of text becomes a call; returns how many. */
+static int tool_calls(demo_call *d, const char *text, int *rc) {
+  int calls = 0;
+  *rc = DEXA_OK;
+  for (const char *line = text; *line && *rc == DEXA_OK;) {
+    const char *nl = strchr(line, '\n');
+    size_t len = nl ? (size_t)(nl - line) : strlen(line);
+    if (len >= 6 && strncmp(line, "/tool ", 6) == 0) calls += tool_line(d, line, len, calls + 1, rc);
+    line += len + (nl ? 1 : 0);
+  }
+  return calls;
+}
+
+static int fail_command(demo_call *d, const char *text) {
+  long n = strtol(text + 5, NULL, 10);
+  int64_t attempt = head_i64(d, "attempt");
+  if (attempt <= n) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "demo model: /fail %ld (attempt %lld)", n, (long long)attempt);
+    dexa_model_reply_set_error(d->reply, msg, 0);
+    return DEXA_E_TRANSIENT;
+  }
+  char msg[96];
+  snprintf(msg, sizeof msg, "Recovered: /fail %ld succeeded on attempt %lld.", n, (long long)attempt);
+  return answer(d, msg);
+}
+
+static int reply_to_user(demo_call *d, const char *text) {
+  if (strcmp(text, "/model") == 0) return answer(d, head_str(d, "model"));
+  if (strncmp(text, "/fail ", 6) == 0) return fail_command(d, text);
+  int rc;
+  if (tool_calls(d, text, &rc) > 0 || rc != DEXA_OK) return rc;
+  if (strncmp(text, "/tool", 5) == 0)
+    return answer(d, "Usage: /tool NAME {\"json\":\"arguments\"} (one call per line).");
+  dexa__buf b;
+  dexa__buf_init(&b);
+  dexa__buf_puts(&b, "Local demo response: ");
+  dexa__buf_puts(&b, text);
+  rc = b.oom ? DEXA_E_NOMEM : answer(d, b.data);
+  dexa__buf_free(&b);
+  return rc;
+}
+
+/* Summarizes the tool results at the end of the request (the last round). */
+static int reply_to_results(demo_call *d) {
+  size_t count = dexa_model_request_message_count(d->req), first = count;
+  while (first > 0) {
+    const char *m;
+    size_t n;
+    dexa_model_request_message_at(d->req, first - 1, &m, &n);
+    if (!strstr(m, "\"role\":\"tool\"")) break;
+    first--;
+  }
+  dexa__buf b;
+  dexa__buf_init(&b);
+  for (size_t i = first; i < count; i++) {
+    const char *m;
+    size_t n;
+    dexa_model_request_message_at(d->req, i, &m, &n);
+    cJSON *msg = cJSON_ParseWithLength(m, n);
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "name"));
+    const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "status"));
+    const char *out = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "output"));
+    dexa__buf_printf(&b, "%sTool %s (%s): %s", i > first ? "\n" : "", name ? name : "?",
+                     status ? status : "?", out ? out : "");
+    cJSON_Delete(msg);
+  }
+  int rc = b.oom ? DEXA_E_NOMEM : answer(d, b.len ? b.data : "Done.");
+  dexa__buf_free(&b);
+  return rc;
+}
+
+/* The request's scalar members, parsed without the messages. */
+static cJSON *request_head(const dexa_model_request *req) {
+  const char *json;
+  size_t len;
+  dexa_model_request_json(req, &json, &len);
+  const char *m = strstr(json, ",\"messages\":");
+  dexa__buf b;
+  dexa__buf_init(&b);
+  dexa__buf_append(&b, json, m ? (size_t)(m - json) : len);
+  if (m) dexa__buf_putc(&b, '}');
+  cJSON *head = b.oom ? NULL : cJSON_ParseWithLength(b.data, b.len);
+  dexa__buf_free(&b);
+  return head;
+}
+
+static int demo_generate(void *user_data, const dexa_model_request *req, dexa_model_reply *reply) {
+  (void)user_data;
+  demo_call d = {req, reply, request_head(req), NULL};
+  size_t count = dexa_model_request_message_count(req);
+  int rc = DEXA_E_NOMEM;
+  if (d.request_head && count) {
+    const char *m;
+    size_t n;
+    dexa_model_request_message_at(req, count - 1, &m, &n);
+    d.last = cJSON_ParseWithLength(m, n);
+  }
+  const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d.last, "role"));
+  const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d.last, "text"));
+  if (!d.request_head) rc = DEXA_E_NOMEM;
+  else if (!role) rc = answer(&d, "Hello! Send a message to start.");
+  else if (strcmp(role, "tool") == 0) rc = reply_to_results(&d);
+  else if (strcmp(role, "user") == 0) rc = reply_to_user(&d, text ? text : "");
+  else rc = answer(&d, "Done.");
+  const char *json;
+  size_t len;
+  dexa_model_request_json(req, &json, &len);
+  if (rc == DEXA_OK) dexa_model_reply_set_usage(reply, (int64_t)len / 4, 16);
+  cJSON_Delete(d.last);
+  cJSON_Delete(d.request_head);
+  return rc;
+}
+
+DEXA_EXTERN int dexa_model_demo_new(dexa_model **out, const char *name) {
+  if (!out) return DEXA_E_INVALID_ARG;
+  *out = NULL;
+  if (!name || strncmp(name, "mock/", 5) != 0 || !name[5]) return DEXA_E_INVALID_ARG;
+  dexa_model_vtable vt;
+  dexa_model_vtable_init(&vt, sizeof vt);
+  vt.generate = demo_generate;
+  return dexa_model_new(out, name, &vt, NULL);
+}
