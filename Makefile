@@ -105,10 +105,12 @@ $(STLIB): $(OBJS)
 # ---- programs: tests, benchmarks, examples -------------------------------
 # Each links the static library (internal symbols are visible there). The old
 # program is removed first so a failed build never leaves a stale one to run.
-$(BUILD)/test/%: test/%.c $(STLIB)
+# test/support/*.c are helpers (an in-memory host, ...) linked into every test.
+TEST_SUPPORT := $(sort $(wildcard test/support/*.c))
+$(BUILD)/test/%: test/%.c $(TEST_SUPPORT) $(STLIB)
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(STLIB) $(LIBS) $(LDFLAGS)
+	$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(TEST_SUPPORT) $(STLIB) $(LIBS) $(LDFLAGS)
 
 define example_rule
 $(1)/$(notdir $(1)): $(wildcard $(1)/*.c) $(STLIB)
