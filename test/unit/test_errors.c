@@ -1,7 +1,7 @@
 /* src/util/errors.c: every DEXA_E_* code of include/dexagents/errors.h has a
  * name and a text, classes follow the hundreds digit, unknown codes get the
  * documented fallbacks. The list below is checked against errors.h by
- * test/abi/errors_doc.sh, so a new code cannot be left out here. */
+ * test/abi/errors.sh, so a new code cannot be left out here. */
 #include "dexagents/dexagents.h"
 
 #include "testing.h"
