@@ -63,7 +63,7 @@ BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 EXAMPLE_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard examples/*/*.c))))
 EXAMPLES := $(foreach d,$(EXAMPLE_DIRS),$(d)/$(notdir $(d)))
 
-DEPFILES := $(OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BINS:=.d) $(addprefix $(BUILD)/,$(EXAMPLES:=.d))
+DEPFILES = $(OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BINS:=.d) $(addprefix $(BUILD)/,$(EXAMPLES:=.d))
 
 # Debian packages: to build, and what `make check` needs on top.
 DEB_BUILD := gcc make binutils pkg-config libcjson-dev libcurl4-openssl-dev libmbedtls-dev \
@@ -105,12 +105,25 @@ $(STLIB): $(OBJS)
 # ---- programs: tests, benchmarks, examples -------------------------------
 # Each links the static library (internal symbols are visible there). The old
 # program is removed first so a failed build never leaves a stale one to run.
-# test/support/*.c are helpers (an in-memory host, ...) linked into every test.
+# test/support/*.c are helpers (an in-memory host, ...) in an archive, so a
+# test links only the helpers it uses (and so only the library parts they need).
 TEST_SUPPORT := $(sort $(wildcard test/support/*.c))
-$(BUILD)/test/%: test/%.c $(TEST_SUPPORT) $(STLIB)
+TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
+TEST_SUPPORT_LIB := $(BUILD)/test/libtestsupport.a
+
+$(BUILD)/test/support/%.o: test/support/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
+
+$(TEST_SUPPORT_LIB): $(TEST_SUPPORT_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $(TEST_SUPPORT_OBJS)
+
+$(BUILD)/test/%: test/%.c $(TEST_SUPPORT_LIB) $(STLIB)
 	@mkdir -p $(dir $@)
 	@rm -f $@
-	$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(TEST_SUPPORT) $(STLIB) $(LIBS) $(LDFLAGS)
+	$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(TEST_SUPPORT_LIB) $(STLIB) $(LIBS) $(LDFLAGS)
 
 define example_rule
 $(1)/$(notdir $(1)): $(wildcard $(1)/*.c) $(STLIB)
