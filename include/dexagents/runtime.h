@@ -40,6 +40,11 @@ typedef struct dexa_runtime_options {
   /* Optional clock; default the system's real-time clock. */
   dexa_clock_fn clock;
   void *clock_user_data;
+  /* Durable events kept per session: older ones are deleted as new ones
+   * are appended, and a resume token older than the retained head reads
+   * from the head. 0 keeps every event. Default 10000. (Appended field: a
+   * struct_size without it gets the default.) */
+  int64_t events_retained;
 } dexa_runtime_options;
 
 DEXA_EXTERN int dexa_runtime_options_init(dexa_runtime_options *options, size_t struct_size);

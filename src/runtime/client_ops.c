@@ -1,0 +1,294 @@
+/* Client operations: start a session, run an RPC under the session's lock,
+ * list sessions. Each write is one group-commit operation, so it commits
+ * entirely or not at all. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime_internal.h"
+#include "util/buf.h"
+#include "util/json_span.h"
+
+/* ---- start_session -------------------------------------------------------- */
+
+typedef struct start_arg {
+  const char *sid;
+  const char *settings;
+  size_t settings_len;
+  char errmsg[256];
+} start_arg;
+
+static int start_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
+  start_arg *a = arg;
+  int64_t now = dexa__now(rt);
+  int rc = c->ops->session_insert(c, a->sid, rt->desc.flow_type, now, a->settings,
+                                  a->settings_len);
+  if (rc != DEXA_OK) return rc;
+  dexa__buf in;
+  dexa__buf_init(&in);
+  dexa__buf_puts(&in, "{\"settings\":");
+  dexa__buf_append(&in, a->settings, a->settings_len);
+  dexa__buf_putc(&in, '}');
+  rc = in.oom ? DEXA_E_NOMEM
+              : dexa__enqueue(rt, c, a->sid, rt->desc.start_step, in.data, in.len, NULL, 0,
+                              NULL, 0, now);
+  dexa__buf_free(&in);
+  const dexa__step_def *def = dexa__flow_step(&rt->desc, rt->desc.start_step);
+  if (rc != DEXA_OK || def->opts.has_wait_for) return rc;
+  /* The start Step is locked and I/O-free: run it now, in this transaction,
+   * so a session exists only together with its first state. */
+  char exec_id[DEXA__NAME_MAX + 24];
+  snprintf(exec_id, sizeof exec_id, "%s-1", rt->desc.start_step);
+  dexa__step_row row;
+  rc = c->ops->step_get(c, a->sid, exec_id, &row);
+  if (rc == DEXA_OK) rc = dexa__run_inline(rt, c, &row, now, 1, a->errmsg, sizeof a->errmsg);
+  dexa__step_row_free(&row);
+  return rc;
+}
+
+static int id_out(const char *sid, char **out, size_t *out_len) {
+  dexa__buf b;
+  dexa__buf_init(&b);
+  dexa__buf_puts(&b, "{\"session_id\":");
+  dexa__buf_json_cstr(&b, sid);
+  dexa__buf_putc(&b, '}');
+  size_t len = 0;
+  *out = dexa__buf_steal(&b, &len);
+  if (out_len) *out_len = len;
+  return *out ? DEXA_OK : DEXA_E_NOMEM;
+}
+
+static int check_session_id(const char *sid) {
+  size_t n = strlen(sid);
+  if (n == 0 || n > 200) return DEXA_E_INVALID_ARG;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)sid[i] < 0x20) return DEXA_E_INVALID_ARG;
+  return DEXA_OK;
+}
+
+DEXA_EXTERN int dexa_runtime_start_session(dexa_runtime *rt, const char *session_id,
+                                           const char *settings_json, size_t settings_len,
+                                           char **out, size_t *out_len) {
+  if (out) *out = NULL;
+  if (out_len) *out_len = 0;
+  if (!rt || !out || (session_id && check_session_id(session_id) != DEXA_OK))
+    return DEXA_E_INVALID_ARG;
+  char gen[35];
+  start_arg a = {session_id, settings_json, settings_len, ""};
+  if (!settings_json || settings_len == 0) {
+    a.settings = "{}";
+    a.settings_len = 2;
+  } else {
+    dexa__json_trim(&a.settings, &a.settings_len);
+    if (dexa__json_validate(a.settings, a.settings_len) != 0 || a.settings_len == 0 ||
+        a.settings[0] != '{') {
+      dexa__set_errmsg(rt, "start_session: settings must be a JSON object");
+      return DEXA_E_INVALID_JSON;
+    }
+  }
+  if (!session_id) {
+    int rc = dexa__random_session_id(gen);
+    if (rc != DEXA_OK) return rc;
+    a.sid = gen;
+  }
+  int rc = dexa__gc_run(rt, start_op, &a);
+  if (rc != DEXA_OK) {
+    dexa__set_errmsg(rt, "start_session %s: %s", a.sid, a.errmsg[0] ? a.errmsg : dexa_strerror(rc));
+    return rc;
+  }
+  return id_out(a.sid, out, out_len);
+}
+
+/* ---- RPCs ----------------------------------------------------------------- */
+
+typedef struct rpc_arg {
+  const char *sid;
+  const char *name;
+  const char *input;
+  size_t input_len;
+  int read_only;
+  dexa_result *res; /* out: the successful result */
+  int64_t event_seq; /* out: newest durable event after the RPC */
+  char errmsg[512];
+} rpc_arg;
+
+static int rpc_run(dexa_runtime *rt, dexa__store_conn *c, rpc_arg *a, int apply) {
+  int64_t now = dexa__now(rt);
+  dexa__session_row s;
+  int rc = c->ops->session_get(c, a->sid, &s);
+  if (rc != DEXA_OK) return rc;
+  dexa__reader reader = {rt, a->sid, c, NULL, 0};
+  dexa__sink_ctx sink = {rt, a->sid, s.event_seq};
+  a->event_seq = s.event_seq;
+  dexa__session_row_free(&s);
+  dexa_call call;
+  dexa_call_init(&call, sizeof call);
+  call.kind = DEXA_CALL_RPC;
+  call.session_id = a->sid;
+  call.name = a->name;
+  call.attempt = 1;
+  call.input = a->input;
+  call.input_len = a->input_len;
+  call.now_ms = now;
+  call.attr_user_data = &reader;
+  call.attr_get = dexa__reader_get;
+  call.attr_scan = dexa__reader_scan;
+  call.sink_user_data = &sink;
+  call.event_sink = dexa__delta_sink;
+  rc = dexa__dispatch_call(rt, &call, &a->res);
+  dexa__reader_free(&reader);
+  if (rc != DEXA_OK) {
+    const char *m = a->res ? dexa_result_errmsg(a->res) : "";
+    snprintf(a->errmsg, sizeof a->errmsg, "%s", m && *m ? m : dexa_strerror(rc));
+    return rc;
+  }
+  if (!apply) return DEXA_OK;
+  int published = 0;
+  const char *doc = NULL;
+  size_t len = 0;
+  rc = dexa__apply_effects(rt, c, a->sid, a->res, &published);
+  dexa_result_decision(a->res, &doc, &len);
+  if (rc == DEXA_OK) rc = dexa__apply_decision(rt, c, a->sid, doc, len, NULL, now);
+  if (rc == DEXA_OK && published) rc = dexa__wait_eval_session(rt, c, a->sid, now);
+  if (rc == DEXA_OK) rc = c->ops->session_get(c, a->sid, &s);
+  if (rc == DEXA_OK) a->event_seq = s.event_seq;
+  if (rc == DEXA_OK) dexa__session_row_free(&s);
+  if (rc != DEXA_OK) snprintf(a->errmsg, sizeof a->errmsg, "cannot apply %s: %s", a->name, dexa_strerror(rc));
+  return rc;
+}
+
+static int rpc_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
+  return rpc_run(rt, c, arg, 1);
+}
+
+/* Read-only RPCs run in a read transaction on a pooled connection. */
+static int rpc_read(dexa_runtime *rt, rpc_arg *a) {
+  dexa__store_conn *c = NULL;
+  int rc = dexa__pool_acquire(rt, &c);
+  if (rc != DEXA_OK) return rc;
+  rc = c->ops->begin_read(c);
+  if (rc == DEXA_OK) {
+    rc = rpc_run(rt, c, a, 0);
+    c->ops->rollback(c);
+  }
+  dexa__pool_release(rt, c);
+  return rc;
+}
+
+/* The response, with "resume_token" added for the snapshot RPC. */
+static int response_out(const rpc_arg *a, char **out, size_t *out_len) {
+  const char *doc = NULL;
+  size_t len = 0;
+  dexa_result_response(a->res, &doc, &len);
+  if (doc) dexa__json_trim(&doc, &len);
+  if (!doc || len == 0) doc = "{}", len = 2;
+  dexa__buf b;
+  dexa__buf_init(&b);
+  if (strcmp(a->name, "snapshot") == 0 && doc[0] == '{' && doc[len - 1] == '}') {
+    char tok[64];
+    dexa__token_format(tok, sizeof tok, a->sid, a->event_seq, 0);
+    dexa__buf_append(&b, doc, len - 1);
+    int empty = dexa__json_validate(doc, len) == 0 && len >= 2 &&
+                strspn(doc + 1, " \t\r\n") == len - 2;
+    dexa__buf_puts(&b, empty ? "\"resume_token\":" : ",\"resume_token\":");
+    dexa__buf_json_cstr(&b, tok);
+    dexa__buf_putc(&b, '}');
+  } else {
+    dexa__buf_append(&b, doc, len);
+  }
+  size_t n = 0;
+  *out = dexa__buf_steal(&b, &n);
+  if (out_len) *out_len = n;
+  return *out ? DEXA_OK : DEXA_E_NOMEM;
+}
+
+DEXA_EXTERN int dexa_runtime_call(dexa_runtime *rt, const char *session_id, const char *rpc,
+                                  const char *input_json, size_t input_len, char **out,
+                                  size_t *out_len) {
+  if (out) *out = NULL;
+  if (out_len) *out_len = 0;
+  if (!rt || !session_id || !rpc || !out) return DEXA_E_INVALID_ARG;
+  rpc_arg a = {session_id, rpc, input_json, input_json ? input_len : 0, 0, NULL, 0, ""};
+  const dexa__rpc_def *def = dexa__flow_rpc(&rt->desc, rpc);
+  int rc = def ? DEXA_OK : DEXA_E_UNKNOWN_RPC;
+  if (rc == DEXA_OK) rc = def->read_only ? rpc_read(rt, &a) : dexa__gc_run(rt, rpc_op, &a);
+  if (rc == DEXA_OK) rc = response_out(&a, out, out_len);
+  if (rc != DEXA_OK) {
+    const char *msg = a.errmsg[0] ? a.errmsg : dexa_strerror(rc);
+    if (rc == DEXA_E_NOT_FOUND && !a.res) msg = "no such session";
+    if (rc == DEXA_E_UNKNOWN_RPC && !def) msg = "no such RPC";
+    dexa__set_errmsg(rt, "%s %s: %s", rpc, session_id, msg);
+    *out = dexa__error_doc(rc, msg, out_len);
+  }
+  dexa_result_free(a.res);
+  return rc;
+}
+
+/* ---- list_sessions -------------------------------------------------------- */
+
+typedef struct list_ctx {
+  dexa__buf *b;
+  int32_t count;
+  int64_t last_ms;
+  char last_id[256];
+} list_ctx;
+
+static const char *status_name(int32_t s) {
+  return s == DEXA__SESSION_COMPLETED ? "completed" : s == DEXA__SESSION_FAILED ? "failed" : "running";
+}
+
+static int list_visit(void *ctx, const dexa__session_row *r) {
+  list_ctx *l = ctx;
+  dexa__buf_puts(l->b, l->count ? ",{\"session_id\":" : "{\"session_id\":");
+  dexa__buf_json_cstr(l->b, r->session_id);
+  dexa__buf_printf(l->b, ",\"created_ms\":%lld,\"flow_type\":", (long long)r->created_ms);
+  dexa__buf_json_cstr(l->b, r->flow_type);
+  dexa__buf_printf(l->b, ",\"status\":\"%s\"}", status_name(r->status));
+  l->count++;
+  l->last_ms = r->created_ms;
+  snprintf(l->last_id, sizeof l->last_id, "%s", r->session_id);
+  return DEXA_OK;
+}
+
+/* Page cursor "<created_ms>.<session id>". */
+static int parse_after(const char *after, int64_t *ms, const char **id) {
+  char *end = NULL;
+  long long v = strtoll(after, &end, 10);
+  if (end == after || *end != '.' || v < 0) return DEXA_E_INVALID_ARG;
+  *ms = v;
+  *id = end + 1;
+  return DEXA_OK;
+}
+
+DEXA_EXTERN int dexa_runtime_list_sessions(dexa_runtime *rt, const char *after, int32_t limit,
+                                           char **out, size_t *out_len) {
+  if (out) *out = NULL;
+  if (out_len) *out_len = 0;
+  if (!rt || !out || limit < 1 || limit > 1000) return DEXA_E_INVALID_ARG;
+  int64_t before_ms = 0;
+  const char *before_id = NULL;
+  if (after && *after && parse_after(after, &before_ms, &before_id) != DEXA_OK)
+    return DEXA_E_INVALID_ARG;
+  dexa__store_conn *c = NULL;
+  int rc = dexa__pool_acquire(rt, &c);
+  if (rc != DEXA_OK) return rc;
+  dexa__buf b;
+  dexa__buf_init(&b);
+  list_ctx l = {&b, 0, 0, ""};
+  dexa__buf_puts(&b, "{\"sessions\":[");
+  rc = c->ops->session_list(c, before_ms, before_id, limit, list_visit, &l);
+  dexa__pool_release(rt, c);
+  dexa__buf_puts(&b, "],\"next\":");
+  if (l.count == limit) {
+    char next[300];
+    snprintf(next, sizeof next, "%lld.%s", (long long)l.last_ms, l.last_id);
+    dexa__buf_json_cstr(&b, next);
+  } else {
+    dexa__buf_puts(&b, "null");
+  }
+  dexa__buf_putc(&b, '}');
+  if (rc == DEXA_OK) *out = dexa__buf_steal(&b, out_len);
+  if (rc == DEXA_OK && !*out) rc = DEXA_E_NOMEM;
+  dexa__buf_free(&b);
+  return rc;
+}

@@ -1,0 +1,89 @@
+/* Failed and lost attempts, recovery Steps, cancellation and closing a
+ * session. A lost attempt (expired lease or timeout) counts like a failed
+ * one, so a Step with max_attempts 1 never runs its method twice. */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/runtime_internal.h"
+#include "util/buf.h"
+
+static char *recovery_error_doc(int code, const char *message, size_t *len) {
+  dexa__buf b;
+  dexa__buf_init(&b);
+  dexa__buf_printf(&b, "{\"code\":%d,\"message\":", code);
+  dexa__buf_json_cstr(&b, message && *message ? message : dexa_strerror(code));
+  dexa__buf_putc(&b, '}');
+  return dexa__buf_steal(&b, len);
+}
+
+static int retry_later(dexa__store_conn *c, dexa__step_row *row, const dexa__step_opts *o,
+                       int64_t retry_after_ms, int64_t now) {
+  int64_t wait = retry_after_ms > 0 ? retry_after_ms : dexa__backoff_ms(o, row->attempt);
+  row->state = DEXA__STEP_READY;
+  row->due_ms = now + wait;
+  row->lease_until = 0;
+  dexa__row_set(&row->lease_owner, NULL, NULL, 0);
+  return c->ops->step_update(c, row);
+}
+
+static int recover(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
+                   const char *recovery, int code, const char *message, int64_t now) {
+  size_t elen = 0;
+  char *err = recovery_error_doc(code, message, &elen);
+  if (!err) return DEXA_E_NOMEM;
+  int rc = dexa__enqueue(rt, c, row->session_id, recovery, row->input, row->input_len, NULL, 0,
+                         err, elen, now);
+  dexa_free(err);
+  /* A recovery Step the flow does not know cannot run: the flow fails. */
+  if (rc == DEXA_E_UNKNOWN_STEP)
+    rc = dexa__session_close(rt, c, row->session_id, DEXA__SESSION_FAILED, NULL);
+  return rc;
+}
+
+int dexa__attempt_failed(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int code,
+                         const char *message, int64_t retry_after_ms, int64_t now) {
+  if (row->cancelled) return c->ops->step_delete(c, row->session_id, row->exec_id);
+  dexa__step_opts o;
+  if (dexa__row_opts(rt, row, &o) != DEXA_OK) o.max_attempts = 1, o.recovery[0] = '\0';
+  if (o.max_attempts <= 0 || row->attempt < o.max_attempts)
+    return retry_later(c, row, &o, retry_after_ms, now);
+  int rc = c->ops->step_delete(c, row->session_id, row->exec_id);
+  if (rc != DEXA_OK) return rc;
+  if (o.recovery[0]) return recover(rt, c, row, o.recovery, code, message, now);
+  return dexa__session_close(rt, c, row->session_id, DEXA__SESSION_FAILED, NULL);
+}
+
+/* Queued and waiting rows go; a running one is marked so that its result
+ * (or its lease expiry) just deletes it. */
+static int cancel_row(dexa__store_conn *c, dexa__step_row *row) {
+  if (row->state != DEXA__STEP_RUNNING)
+    return c->ops->step_delete(c, row->session_id, row->exec_id);
+  row->cancelled = 1;
+  return c->ops->step_update(c, row);
+}
+
+static int cancel_where(dexa__store_conn *c, const char *sid, const char *step_type,
+                        const char *keep_exec) {
+  dexa__step_row *rows = NULL;
+  size_t n = 0;
+  int rc = c->ops->step_list(c, sid, 0, &rows, &n);
+  for (size_t i = 0; rc == DEXA_OK && i < n; i++) {
+    if (keep_exec && strcmp(rows[i].exec_id, keep_exec) == 0) continue;
+    if (step_type && strcmp(rows[i].step_type, step_type) != 0) continue;
+    rc = cancel_row(c, &rows[i]);
+  }
+  dexa__step_rows_free(rows, n);
+  return rc;
+}
+
+int dexa__cancel_type(dexa__store_conn *c, const char *sid, const char *step_type,
+                      const char *keep_exec) {
+  return cancel_where(c, sid, step_type, keep_exec);
+}
+
+int dexa__session_close(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
+                        int32_t status, const char *keep_exec) {
+  int rc = c->ops->session_set_status(c, sid, status);
+  if (rc == DEXA_OK) rc = cancel_where(c, sid, NULL, keep_exec);
+  return rc;
+}

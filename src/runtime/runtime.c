@@ -1,0 +1,200 @@
+/* The runtime handle: options, creation from an agent (or a description and
+ * a dispatch function, for tests), clocks and error messages. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dexagents/agent.h"
+#include "dexagents/runtime.h"
+#include "runtime/runtime_internal.h"
+#include "util/buf.h"
+
+/* The 1.0 size: every field up to clock_user_data. */
+#define OPTIONS_V1_SIZE (offsetof(dexa_runtime_options, clock_user_data) + sizeof(void *))
+
+DEXA_EXTERN int dexa_runtime_options_init(dexa_runtime_options *o, size_t struct_size) {
+  if (!o) return DEXA_E_INVALID_ARG;
+  if (struct_size < OPTIONS_V1_SIZE) return DEXA_E_STRUCT_SIZE;
+  size_t n = struct_size < sizeof *o ? struct_size : sizeof *o;
+  memset(o, 0, n);
+  o->struct_size = (uint32_t)n;
+  o->lease_ms = 10000;
+  if (n >= offsetof(dexa_runtime_options, events_retained) + sizeof(int64_t))
+    o->events_retained = 10000;
+  return DEXA_OK;
+}
+
+int64_t dexa__now(const dexa_runtime *rt) {
+  if (rt->clock) return rt->clock(rt->clock_user);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t dexa__mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void dexa__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t mono_ms) {
+  struct timespec ts = {.tv_sec = mono_ms / 1000, .tv_nsec = (mono_ms % 1000) * 1000000};
+  pthread_cond_timedwait(cv, mu, &ts);
+}
+
+void dexa__set_errmsg(dexa_runtime *rt, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  pthread_mutex_lock(&rt->mu);
+  vsnprintf(rt->errmsg, sizeof rt->errmsg, fmt, ap);
+  pthread_mutex_unlock(&rt->mu);
+  va_end(ap);
+}
+
+DEXA_EXTERN const char *dexa_runtime_errmsg(const dexa_runtime *rt) {
+  return rt ? rt->errmsg : "";
+}
+
+void dexa__notify_commit(dexa_runtime *rt) {
+  pthread_mutex_lock(&rt->mu);
+  rt->work_gen++;
+  rt->event_gen++;
+  pthread_cond_broadcast(&rt->work_cv);
+  pthread_cond_broadcast(&rt->event_cv);
+  pthread_mutex_unlock(&rt->mu);
+}
+
+char *dexa__error_doc(int code, const char *message, size_t *len) {
+  dexa__buf b;
+  dexa__buf_init(&b);
+  dexa__buf_printf(&b, "{\"error\":{\"code\":%d,\"name\":", code);
+  dexa__buf_json_cstr(&b, dexa_error_name(code));
+  dexa__buf_puts(&b, ",\"message\":");
+  dexa__buf_json_cstr(&b, message && *message ? message : dexa_strerror(code));
+  dexa__buf_puts(&b, "}}");
+  return dexa__buf_steal(&b, len);
+}
+
+static int init_sync(dexa_runtime *rt) {
+  pthread_condattr_t ca;
+  if (pthread_condattr_init(&ca) != 0) return DEXA_E_NOMEM;
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  int bad = pthread_mutex_init(&rt->mu, NULL) | pthread_mutex_init(&rt->gc_mu, NULL) |
+            pthread_mutex_init(&rt->pool_mu, NULL) | pthread_mutex_init(&rt->ring_mu, NULL) |
+            pthread_cond_init(&rt->work_cv, &ca) | pthread_cond_init(&rt->event_cv, &ca) |
+            pthread_cond_init(&rt->hb_cv, &ca) | pthread_cond_init(&rt->gc_cv, &ca);
+  pthread_condattr_destroy(&ca);
+  return bad ? DEXA_E_NOMEM : DEXA_OK;
+}
+
+static void copy_options(dexa_runtime *rt, const dexa_runtime_options *o) {
+  rt->lease_ms = 10000;
+  rt->events_retained = 10000;
+  snprintf(rt->worker_id, sizeof rt->worker_id, "worker-%ld", (long)getpid());
+  char host[128];
+  if (gethostname(host, sizeof host) == 0) {
+    host[sizeof host - 1] = '\0';
+    snprintf(rt->worker_id, sizeof rt->worker_id, "%s-%ld", host, (long)getpid());
+  }
+  if (!o) return;
+  if (o->lease_ms > 0) rt->lease_ms = o->lease_ms;
+  if (o->worker_id && *o->worker_id) snprintf(rt->worker_id, sizeof rt->worker_id, "%s", o->worker_id);
+  rt->clock = o->clock;
+  rt->clock_user = o->clock_user_data;
+  if (o->struct_size >= offsetof(dexa_runtime_options, events_retained) + sizeof(int64_t))
+    rt->events_retained = o->events_retained < 0 ? 0 : o->events_retained;
+}
+
+static int open_store(dexa_runtime *rt, const dexa_runtime_options *o, char *errmsg, size_t n) {
+  dexa__store_config cfg = {o ? o->store : NULL, o ? o->sqlite_synchronous : NULL};
+  int rc = dexa__store_open(&rt->store, &cfg, errmsg, n);
+  if (rc == DEXA_OK) rc = rt->store->ops->conn_open(rt->store, &rt->writer);
+  if (rc != DEXA_OK && errmsg && !*errmsg) snprintf(errmsg, n, "cannot open the store: %s", dexa_strerror(rc));
+  return rc;
+}
+
+int dexa__runtime_new_with_dispatch(dexa_runtime **out, const char *desc_json,
+                                    dexa__dispatch_fn fn, void *user,
+                                    const dexa_runtime_options *opts, char *errmsg,
+                                    size_t errmsg_size) {
+  if (errmsg && errmsg_size) errmsg[0] = '\0';
+  if (!out) return DEXA_E_INVALID_ARG;
+  *out = NULL;
+  if (!desc_json || !fn) return DEXA_E_INVALID_ARG;
+  if (opts && opts->struct_size < OPTIONS_V1_SIZE) return DEXA_E_STRUCT_SIZE;
+  dexa_runtime *rt = calloc(1, sizeof *rt);
+  if (!rt) return DEXA_E_NOMEM;
+  int rc = init_sync(rt);
+  if (rc != DEXA_OK) {
+    free(rt);
+    return rc;
+  }
+  rt->dispatch = fn;
+  rt->dispatch_user = user;
+  copy_options(rt, opts);
+  rc = dexa__flow_desc_parse(&rt->desc, desc_json, strlen(desc_json), errmsg, errmsg_size);
+  if (rc == DEXA_OK) rc = open_store(rt, opts, errmsg, errmsg_size);
+  if (rc != DEXA_OK) {
+    dexa_runtime_free(rt);
+    return rc;
+  }
+  *out = rt;
+  return DEXA_OK;
+}
+
+static int agent_dispatch(void *user, dexa_result **out, const dexa_call *call) {
+  return dexa_dispatch(out, (const dexa_agent *)user, call);
+}
+
+DEXA_EXTERN int dexa_runtime_new(dexa_runtime **out, const dexa_agent *agent,
+                                 const dexa_runtime_options *options, char *errmsg,
+                                 size_t errmsg_size) {
+  if (errmsg && errmsg_size) errmsg[0] = '\0';
+  if (!out) return DEXA_E_INVALID_ARG;
+  *out = NULL;
+  if (!agent) return DEXA_E_INVALID_ARG;
+  char *desc = NULL;
+  size_t len = 0;
+  int rc = dexa_flow_describe(&desc, &len, agent);
+  if (rc != DEXA_OK) {
+    if (errmsg) snprintf(errmsg, errmsg_size, "dexa_flow_describe: %s", dexa_strerror(rc));
+    return rc == DEXA_E_NOMEM ? rc : DEXA_E_INTERNAL;
+  }
+  rc = dexa__runtime_new_with_dispatch(out, desc, agent_dispatch, (void *)agent, options,
+                                       errmsg, errmsg_size);
+  /* A description the runtime cannot read is the library's bug. */
+  if (rc == DEXA_E_INVALID_JSON) rc = DEXA_E_INTERNAL;
+  if (*out) (*out)->agent = agent;
+  dexa_free(desc);
+  return rc;
+}
+
+DEXA_EXTERN void dexa_runtime_free(dexa_runtime *rt) {
+  if (!rt) return;
+  dexa_runtime_stop(rt);
+  dexa__heartbeat_stop(rt);
+  /* Tasks still claimed are resumed by the next process after their lease. */
+  while (rt->inflight) {
+    dexa_task *t = rt->inflight;
+    dexa__inflight_remove(rt, t);
+    dexa__task_free(t);
+  }
+  for (size_t i = 0; i < rt->pool_count; i++) rt->store->ops->conn_close(rt->pool[i]);
+  free(rt->pool);
+  if (rt->writer) rt->store->ops->conn_close(rt->writer);
+  if (rt->store) rt->store->ops->close(rt->store);
+  dexa__ring_free(rt);
+  dexa__flow_desc_free(&rt->desc);
+  pthread_mutex_destroy(&rt->mu);
+  pthread_mutex_destroy(&rt->gc_mu);
+  pthread_mutex_destroy(&rt->pool_mu);
+  pthread_mutex_destroy(&rt->ring_mu);
+  pthread_cond_destroy(&rt->work_cv);
+  pthread_cond_destroy(&rt->event_cv);
+  pthread_cond_destroy(&rt->hb_cv);
+  pthread_cond_destroy(&rt->gc_cv);
+  free(rt);
+}

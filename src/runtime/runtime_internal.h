@@ -1,0 +1,305 @@
+/* The embedded runtime's internals, shared by the files of src/runtime.
+ *
+ * Ownership: the runtime owns the store, its writer connection, the reader
+ * pool, the flow description, the delta ring and every in-flight task until
+ * the task is completed or abandoned. All writes go through the group
+ * commit (group_commit.c): one thread at a time runs a batch of operations
+ * in one durable transaction on the writer connection. */
+#ifndef DEXA_RUNTIME_INTERNAL_H
+#define DEXA_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dexagents/errors.h"
+#include "dexagents/flow.h"
+#include "dexagents/runtime.h"
+#include "store/store.h"
+
+/* dexa_dispatch with a user pointer, so tests can run a fake flow. */
+typedef int (*dexa__dispatch_fn)(void *user, dexa_result **out, const dexa_call *call);
+
+/* Creates a runtime for a flow given by its description JSON and dispatch
+ * function instead of an agent. Internal (not exported): for tests and for
+ * hosts inside the library. */
+int dexa__runtime_new_with_dispatch(dexa_runtime **out, const char *flow_description_json,
+                                    dexa__dispatch_fn fn, void *user,
+                                    const dexa_runtime_options *opts, char *errmsg,
+                                    size_t errmsg_size);
+
+#define DEXA__NAME_MAX 128
+
+/* A Step's options: the description's defaults, overridden per execution. */
+typedef struct dexa__step_opts {
+  int32_t max_attempts; /* 0 = unlimited */
+  int32_t has_wait_for;
+  int32_t locked;
+  int32_t reserved;
+  int64_t initial_backoff_ms;
+  double backoff_coefficient;
+  int64_t max_backoff_ms;
+  int64_t timeout_ms;
+  char recovery[DEXA__NAME_MAX]; /* "" = none */
+} dexa__step_opts;
+
+typedef struct dexa__step_def {
+  char *name;
+  dexa__step_opts opts;
+} dexa__step_def;
+
+typedef struct dexa__rpc_def {
+  char *name;
+  int read_only;
+} dexa__rpc_def;
+
+typedef struct dexa__flow_desc {
+  char *flow_type;
+  char *start_step;
+  dexa__step_def *steps;
+  size_t step_count;
+  dexa__rpc_def *rpcs;
+  size_t rpc_count;
+} dexa__flow_desc;
+
+/* flowdesc.c */
+int dexa__flow_desc_parse(dexa__flow_desc *d, const char *json, size_t len, char *errmsg,
+                          size_t n);
+void dexa__flow_desc_free(dexa__flow_desc *d);
+const dexa__step_def *dexa__flow_step(const dexa__flow_desc *d, const char *name);
+const dexa__rpc_def *dexa__flow_rpc(const dexa__flow_desc *d, const char *name);
+/* Reads the option members of a JSON object over base (unknown keys are
+ * ignored). Returns DEXA_OK or DEXA_E_INVALID_JSON. */
+int dexa__opts_overlay(dexa__step_opts *o, const char *json, size_t len);
+/* The effective options of a row: defaults of its type + its override. */
+int dexa__row_opts(const dexa_runtime *rt, const dexa__step_row *row, dexa__step_opts *out);
+int64_t dexa__backoff_ms(const dexa__step_opts *o, int32_t attempt);
+
+/* ---- live deltas (events.c) --------------------------------------------- */
+#define DEXA__RING_SIZE 4096
+
+typedef struct dexa__delta {
+  char *session_id;
+  int64_t seq; /* durable event sequence current when emitted */
+  int64_t n;   /* runtime-wide emission counter, from 1 */
+  char *json;
+  size_t len;
+} dexa__delta;
+
+typedef struct dexa__sink_ctx {
+  dexa_runtime *rt;
+  const char *session_id;
+  int64_t seq;
+} dexa__sink_ctx;
+
+void dexa__delta_sink(void *user, const char *json, size_t len);
+void dexa__ring_free(dexa_runtime *rt);
+
+/* tokens.c: opaque resume tokens, "<session hash>.<seq>.<n>". */
+void dexa__token_format(char *buf, size_t n, const char *session_id, int64_t seq, int64_t dn);
+int dexa__token_parse(const char *token, const char *session_id, int64_t *seq, int64_t *dn);
+
+/* ---- attribute reader (reader.c) ----------------------------------------- */
+typedef struct dexa__reader {
+  dexa_runtime *rt;
+  const char *session_id;
+  dexa__store_conn *conn; /* inside a write transaction; NULL: a pooled reader */
+  char *buf;              /* borrowed copy for pooled gets */
+  size_t cap;
+} dexa__reader;
+
+int dexa__reader_get(void *user, const char *key, size_t key_len, const char **value,
+                     size_t *value_len);
+int dexa__reader_scan(void *user, const char *prefix, size_t prefix_len,
+                      dexa_attr_visit_fn visit, void *visit_ctx);
+void dexa__reader_free(dexa__reader *r);
+int dexa__pool_acquire(dexa_runtime *rt, dexa__store_conn **out);
+void dexa__pool_release(dexa_runtime *rt, dexa__store_conn *c);
+
+/* ---- group commit (group_commit.c) --------------------------------------- */
+typedef int (*dexa__op_fn)(dexa_runtime *rt, dexa__store_conn *c, void *arg);
+
+typedef struct dexa__op {
+  dexa__op_fn fn;
+  void *arg;
+  int rc;
+  int done;
+  struct dexa__op *next;
+} dexa__op;
+
+/* Runs fn(arg) inside a savepoint of the next batch transaction and returns
+ * once that transaction is durable (or failed): fn's return, or the commit's
+ * error. fn's changes are rolled back when it returns an error. */
+int dexa__gc_run(dexa_runtime *rt, dexa__op_fn fn, void *arg);
+
+/* ---- tasks ---------------------------------------------------------------- */
+struct dexa_task {
+  dexa_runtime *rt;
+  dexa_call call;
+  dexa__step_row row; /* the claimed row: owns the call's strings */
+  dexa__reader reader;
+  dexa__sink_ctx sink;
+  int64_t deadline_ms; /* started + timeout: no renewal past it */
+  int lost;            /* a renewal found the lease gone */
+  struct dexa_task *next, *prev; /* in rt->inflight */
+};
+
+/* ---- the runtime ---------------------------------------------------------- */
+struct dexa_runtime {
+  const dexa_agent *agent;
+  dexa__dispatch_fn dispatch;
+  void *dispatch_user;
+  dexa__flow_desc desc;
+  dexa__store *store;
+  dexa__store_conn *writer;
+
+  dexa_clock_fn clock;
+  void *clock_user;
+  int64_t lease_ms;
+  int64_t events_retained;
+  char worker_id[256];
+
+  /* mu guards: gens, conds, inflight, workers, heartbeat, errmsg. */
+  pthread_mutex_t mu;
+  pthread_cond_t work_cv;  /* committed work: new ready steps, results */
+  pthread_cond_t event_cv; /* events appended or deltas emitted */
+  pthread_cond_t hb_cv;
+  uint64_t work_gen;
+  uint64_t event_gen;
+  int stopping; /* worker threads should return */
+  int closing;  /* the heartbeat should return */
+  dexa_task *inflight;
+  pthread_t hb_thread;
+  int hb_running;
+  pthread_t *workers;
+  int32_t worker_count;
+  char errmsg[512];
+
+  /* group commit */
+  pthread_mutex_t gc_mu;
+  pthread_cond_t gc_cv;
+  dexa__op *gc_head, *gc_tail;
+  int gc_leader;
+
+  /* reader pool */
+  pthread_mutex_t pool_mu;
+  dexa__store_conn **pool;
+  size_t pool_count, pool_cap;
+
+  /* delta ring */
+  pthread_mutex_t ring_mu;
+  dexa__delta ring[DEXA__RING_SIZE];
+  size_t ring_start, ring_count;
+  int64_t ring_next_n;
+};
+
+/* runtime.c */
+int64_t dexa__now(const dexa_runtime *rt);
+/* Monotonic ms, for real waits (long polls, worker idle waits). */
+int64_t dexa__mono_ms(void);
+/* Waits on cv (rt->mu held) until the absolute monotonic time or a signal. */
+void dexa__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t mono_ms);
+void dexa__set_errmsg(dexa_runtime *rt, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Called after every committed batch: wakes pollers and event readers. */
+void dexa__notify_commit(dexa_runtime *rt);
+
+/* ids.c: "s-" + 32 hex digits from the system CSPRNG. */
+int dexa__random_session_id(char out[35]);
+
+/* ---- scheduling (scheduler.c, failures.c, conditions.c, apply.c) ---------- */
+typedef struct dexa__claim {
+  dexa_task *task; /* out: a claimed step, or NULL */
+  int32_t ran;     /* out: locked steps run inline */
+  int64_t now;
+} dexa__claim;
+
+/* Group-commit op: housekeeping of due rows (timers, expired leases), runs
+ * due locked steps inline, and claims one ready step into arg->task. */
+int dexa__claim_op(dexa_runtime *rt, dexa__store_conn *c, void *arg);
+
+/* Inserts a new execution of step_type (READY now). */
+int dexa__enqueue(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
+                  const char *step_type, const char *input, size_t input_len,
+                  const char *options, size_t options_len, const char *recovery_error,
+                  size_t recovery_error_len, int64_t now);
+
+/* A failed or lost attempt: retry after backoff, else the recovery Step,
+ * else the session fails. The row must be current. */
+int dexa__attempt_failed(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int code,
+                         const char *message, int64_t retry_after_ms, int64_t now);
+/* Marks the session failed/completed and cancels every live step of it
+ * except keep_exec (may be NULL). */
+int dexa__session_close(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
+                        int32_t status, const char *keep_exec);
+/* Cancels queued/waiting executions of step_type (deleted) and marks
+ * running ones cancelled. */
+int dexa__cancel_type(dexa__store_conn *c, const char *sid, const char *step_type,
+                      const char *keep_exec);
+
+/* Stores a WaitFor's wait on row (normalized, timers made absolute) and
+ * evaluates it at once. DEXA_E_INVALID_JSON for a malformed wait. */
+int dexa__wait_set(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
+                   const char *wait, size_t wait_len, int64_t now);
+/* Re-evaluates a WAITING row: when satisfied, consumes and makes it ready
+ * for Execute; otherwise sets due_ms to its next timer. Updates the row. */
+int dexa__wait_eval(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int64_t now);
+/* Re-evaluates every waiting step of the session (after publishes). */
+int dexa__wait_eval_session(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
+                            int64_t now);
+
+/* Applies the writes, publishes and events of res for session sid;
+ * *published set when a channel got a message. */
+int dexa__apply_effects(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
+                        const dexa_result *res, int *published);
+/* Applies a decision document (NULL: none). from_exec is excluded from its
+ * cancellations. */
+int dexa__apply_decision(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
+                         const char *decision, size_t len, const char *from_exec, int64_t now);
+/* Applies a successful Step result for row in a nested savepoint; on a
+ * usage-class error (bad wait or decision) it rolls back its own changes and
+ * returns that error so the caller can count a failed attempt. */
+int dexa__apply_step_result(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
+                            const dexa_result *res, int64_t now);
+
+/* Builds call for row (kind, names, input, conditions, recovery error). */
+void dexa__call_for_row(dexa_runtime *rt, dexa_call *call, const dexa__step_row *row,
+                        int64_t now);
+/* Runs row's method now inside the caller's write transaction (locked
+ * steps, the start step) and applies the outcome. Returns the dispatch's
+ * error when fail_hard, else counts failures as attempts. */
+int dexa__run_inline(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int64_t now,
+                     int fail_hard, char *errmsg, size_t errmsg_size);
+
+/* Dispatch with errors normalized: returns DEXA_OK with *res a successful
+ * result, or an error with *res possibly holding the failed result. */
+int dexa__dispatch_call(dexa_runtime *rt, const dexa_call *call, dexa_result **res);
+
+/* tasks.c */
+int dexa__task_new(dexa_runtime *rt, const dexa__step_row *row, int64_t event_seq,
+                   dexa_task **out);
+void dexa__task_free(dexa_task *t);
+/* Completes task with res (NULL: failed with code rc_dispatch). */
+int dexa__task_finish(dexa_runtime *rt, dexa_task *task, const dexa_result *res,
+                      int rc_dispatch);
+/* Claims a task, waiting up to timeout_ms; worker polls return early
+ * (DEXA_E_TIMEOUT) once the runtime is stopping. */
+int dexa__poll(dexa_runtime *rt, dexa_task **out, int64_t timeout_ms, int for_worker);
+/* Dispatches a claimed task on this thread and completes it. */
+int dexa__task_run(dexa_runtime *rt, dexa_task *t);
+/* One claim attempt; *task may be NULL. */
+int dexa__claim_once(dexa_runtime *rt, dexa_task **task, int32_t *ran);
+
+/* leases.c */
+int dexa__heartbeat_ensure(dexa_runtime *rt);
+void dexa__heartbeat_stop(dexa_runtime *rt);
+void dexa__inflight_add(dexa_runtime *rt, dexa_task *t);
+void dexa__inflight_remove(dexa_runtime *rt, dexa_task *t);
+
+/* workers.c */
+void dexa__workers_join(dexa_runtime *rt);
+
+/* Error document {"error":{"code":..,"name":..,"message":..}}. */
+char *dexa__error_doc(int code, const char *message, size_t *len);
+
+#endif

@@ -1,0 +1,181 @@
+/* Scheduling: new executions, the claim of due rows (ready Steps, timers,
+ * expired leases) and running locked Steps inline in the write transaction. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime_internal.h"
+
+/* Rows handled per claim before giving the batch back to other writers. */
+#define CLAIM_MAX_ROWS 64
+
+int dexa__enqueue(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
+                  const char *step_type, const char *input, size_t input_len,
+                  const char *options, size_t options_len, const char *recovery_error,
+                  size_t recovery_error_len, int64_t now) {
+  const dexa__step_def *def = dexa__flow_step(&rt->desc, step_type);
+  if (!def) return DEXA_E_UNKNOWN_STEP;
+  dexa__step_opts o = def->opts;
+  int rc = dexa__opts_overlay(&o, options, options_len);
+  if (rc != DEXA_OK) return rc;
+  int64_t n = 0;
+  char exec_id[DEXA__NAME_MAX + 24];
+  dexa__step_row row = {0};
+  rc = c->ops->counter_next(c, sid, step_type, &n);
+  if (rc == DEXA_OK) rc = c->ops->session_next_ord(c, sid, &row.ord);
+  if (rc != DEXA_OK) return rc;
+  snprintf(exec_id, sizeof exec_id, "%s-%lld", step_type, (long long)n);
+  row.session_id = (char *)sid;
+  row.exec_id = exec_id;
+  row.step_type = (char *)step_type;
+  row.state = DEXA__STEP_READY;
+  row.method = o.has_wait_for ? DEXA_CALL_WAIT_FOR : DEXA_CALL_EXECUTE;
+  row.input = (char *)(input ? input : "null");
+  row.input_len = input ? input_len : 4;
+  row.options = (char *)options;
+  row.options_len = options_len;
+  row.recovery_error = (char *)recovery_error;
+  row.recovery_error_len = recovery_error_len;
+  row.due_ms = now;
+  return c->ops->step_insert(c, &row);
+}
+
+void dexa__call_for_row(dexa_runtime *rt, dexa_call *call, const dexa__step_row *row,
+                        int64_t now) {
+  dexa_call_init(call, sizeof *call);
+  call->kind = row->method;
+  call->session_id = row->session_id;
+  call->name = row->step_type;
+  call->step_execution_id = row->exec_id;
+  call->attempt = row->attempt;
+  call->input = row->input;
+  call->input_len = row->input_len;
+  if (row->method == DEXA_CALL_EXECUTE) {
+    call->conditions = row->conditions;
+    call->conditions_len = row->conditions_len;
+  }
+  call->recovery_error = row->recovery_error;
+  call->recovery_error_len = row->recovery_error_len;
+  call->now_ms = now;
+  call->attr_get = dexa__reader_get;
+  call->attr_scan = dexa__reader_scan;
+  call->event_sink = dexa__delta_sink;
+}
+
+int dexa__dispatch_call(dexa_runtime *rt, const dexa_call *call, dexa_result **res) {
+  *res = NULL;
+  int rc = rt->dispatch(rt->dispatch_user, res, call);
+  if (rc == DEXA_OK && *res && dexa_result_status(*res) == DEXA_OK) return DEXA_OK;
+  if (rc == DEXA_OK) rc = *res ? dexa_result_status(*res) : DEXA_E_INTERNAL;
+  return rc;
+}
+
+static const char *result_message(const dexa_result *res, int rc) {
+  const char *m = res ? dexa_result_errmsg(res) : NULL;
+  return m && *m ? m : dexa_strerror(rc);
+}
+
+/* After a failed apply the row in memory may be half-changed: reload it and
+ * count the attempt. */
+static int fail_inline(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int code,
+                       const char *msg, int64_t retry_after, int64_t now) {
+  int32_t attempt = row->attempt;
+  char *sid = strdup(row->session_id), *exec = strdup(row->exec_id);
+  int rc = sid && exec ? DEXA_OK : DEXA_E_NOMEM;
+  dexa__step_row_free(row);
+  if (rc == DEXA_OK) rc = c->ops->step_get(c, sid, exec, row);
+  free(sid);
+  free(exec);
+  if (rc != DEXA_OK) return rc;
+  row->attempt = attempt;
+  return dexa__attempt_failed(rt, c, row, code, msg, retry_after, now);
+}
+
+int dexa__run_inline(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int64_t now,
+                     int fail_hard, char *errmsg, size_t errmsg_size) {
+  row->attempt++;
+  row->started_ms = now;
+  dexa__session_row s;
+  int rc = c->ops->session_get(c, row->session_id, &s);
+  if (rc != DEXA_OK) return rc;
+  dexa__reader reader = {rt, row->session_id, c, NULL, 0};
+  dexa__sink_ctx sink = {rt, row->session_id, s.event_seq};
+  dexa__session_row_free(&s);
+  dexa_call call;
+  dexa__call_for_row(rt, &call, row, now);
+  call.attr_user_data = &reader;
+  call.sink_user_data = &sink;
+  dexa_result *res = NULL;
+  int drc = dexa__dispatch_call(rt, &call, &res);
+  if (drc == DEXA_OK) drc = dexa__apply_step_result(rt, c, row, res, now);
+  int fatal = drc == DEXA_E_IO || drc == DEXA_E_BUSY || drc == DEXA_E_CORRUPT;
+  if (drc != DEXA_OK && errmsg) snprintf(errmsg, errmsg_size, "%s", result_message(res, drc));
+  if (drc == DEXA_OK || fatal || fail_hard)
+    rc = drc;
+  else
+    rc = fail_inline(rt, c, row, drc, result_message(res, drc),
+                     res ? dexa_result_retry_after_ms(res) : 0, now);
+  dexa_result_free(res);
+  dexa__reader_free(&reader);
+  return rc;
+}
+
+static int claim_row(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
+                     dexa__claim *cl, const dexa__step_opts *o) {
+  int64_t now = cl->now;
+  row->attempt++;
+  row->state = DEXA__STEP_RUNNING;
+  row->started_ms = now;
+  row->lease_until = now + (rt->lease_ms < o->timeout_ms ? rt->lease_ms : o->timeout_ms);
+  row->due_ms = row->lease_until;
+  int rc = dexa__row_set(&row->lease_owner, NULL, rt->worker_id, strlen(rt->worker_id));
+  if (rc == DEXA_OK) rc = c->ops->step_update(c, row);
+  dexa__session_row s = {0};
+  if (rc == DEXA_OK) rc = c->ops->session_get(c, row->session_id, &s);
+  /* The lease is committed before the method runs: that commit is what
+   * makes a single-attempt Step run at most once. */
+  if (rc == DEXA_OK) rc = dexa__task_new(rt, row, s.event_seq, &cl->task);
+  dexa__session_row_free(&s);
+  return rc;
+}
+
+static int handle_due(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
+                      dexa__claim *cl) {
+  char msg[160];
+  switch (row->state) {
+  case DEXA__STEP_WAITING:
+    return dexa__wait_eval(rt, c, row, cl->now);
+  case DEXA__STEP_RUNNING:
+    if (row->cancelled) return c->ops->step_delete(c, row->session_id, row->exec_id);
+    snprintf(msg, sizeof msg, "%s attempt %d timed out or its worker was lost", row->exec_id,
+             (int)row->attempt);
+    return dexa__attempt_failed(rt, c, row, DEXA_E_TIMEOUT, msg, 0, cl->now);
+  default: {
+    dexa__step_opts o;
+    /* Overrides were checked when enqueued; a bad one just keeps defaults. */
+    (void)dexa__row_opts(rt, row, &o);
+    if (!o.locked) return claim_row(rt, c, row, cl, &o);
+    cl->ran++;
+    return dexa__run_inline(rt, c, row, cl->now, 0, NULL, 0);
+  }
+  }
+}
+
+int dexa__claim_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
+  dexa__claim *cl = arg;
+  cl->now = dexa__now(rt);
+  for (int i = 0; i < CLAIM_MAX_ROWS && !cl->task; i++) {
+    dexa__step_row row;
+    int rc = c->ops->step_first_due(c, cl->now, &row);
+    if (rc == DEXA_E_NOT_FOUND) break;
+    if (rc != DEXA_OK) return rc;
+    rc = handle_due(rt, c, &row, cl);
+    dexa__step_row_free(&row);
+    if (rc != DEXA_OK) {
+      dexa__task_free(cl->task);
+      cl->task = NULL;
+      return rc;
+    }
+  }
+  return DEXA_OK;
+}

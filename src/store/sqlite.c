@@ -1,0 +1,346 @@
+/* SQLite backend: opening, schema, connections, transactions and the
+ * statement cache. The data operations live in sqlite_data.c and
+ * sqlite_steps.c. WAL mode so readers never block the writer. */
+#include "store/sqlite_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dexagents/errors.h"
+
+/* The SQL is plain enough for PostgreSQL too (ON CONFLICT, RETURNING,
+ * partial indexes); only the BEGIN form and WITHOUT ROWID differ. */
+static const char *const sql_text[SQ_COUNT] = {
+    [SQ_BEGIN_WRITE] = "BEGIN IMMEDIATE",
+    [SQ_BEGIN_READ] = "BEGIN",
+    [SQ_COMMIT] = "COMMIT",
+    [SQ_ROLLBACK] = "ROLLBACK",
+    [SQ_SAVEPOINT] = "SAVEPOINT sp",
+    [SQ_RELEASE] = "RELEASE sp",
+    [SQ_ROLLBACK_TO] = "ROLLBACK TO sp",
+    [SQ_SESSION_INSERT] = "INSERT INTO sessions(session_id, flow_type, created_ms, status,"
+                          " event_seq, step_ord, settings) VALUES(?1, ?2, ?3, 0, 0, 0, ?4)"
+                          " ON CONFLICT(session_id) DO NOTHING",
+    [SQ_SESSION_GET] = "SELECT flow_type, created_ms, status, event_seq FROM sessions"
+                       " WHERE session_id = ?1",
+    [SQ_SESSION_STATUS] = "UPDATE sessions SET status = ?2 WHERE session_id = ?1",
+    [SQ_SESSION_BUMP_EVENTS] = "UPDATE sessions SET event_seq = event_seq + 1"
+                               " WHERE session_id = ?1 RETURNING event_seq",
+    [SQ_SESSION_NEXT_ORD] = "UPDATE sessions SET step_ord = step_ord + 1"
+                            " WHERE session_id = ?1 RETURNING step_ord",
+    [SQ_SESSION_LIST_FIRST] = "SELECT session_id, flow_type, created_ms, status, event_seq"
+                              " FROM sessions ORDER BY created_ms DESC, session_id DESC"
+                              " LIMIT ?1",
+    [SQ_SESSION_LIST_AFTER] = "SELECT session_id, flow_type, created_ms, status, event_seq"
+                              " FROM sessions WHERE created_ms < ?2 OR (created_ms = ?2"
+                              " AND session_id < ?3)"
+                              " ORDER BY created_ms DESC, session_id DESC LIMIT ?1",
+    [SQ_ATTR_GET] = "SELECT value FROM attrs WHERE session_id = ?1 AND key = ?2",
+    [SQ_ATTR_PUT] = "INSERT INTO attrs(session_id, key, value) VALUES(?1, ?2, ?3)"
+                    " ON CONFLICT(session_id, key) DO UPDATE SET value = excluded.value",
+    [SQ_ATTR_DELETE] = "DELETE FROM attrs WHERE session_id = ?1 AND key = ?2",
+    [SQ_ATTR_SCAN_RANGE] = "SELECT key, value FROM attrs WHERE session_id = ?1"
+                           " AND key >= ?2 AND key < ?3 ORDER BY key",
+    [SQ_ATTR_SCAN_FROM] = "SELECT key, value FROM attrs WHERE session_id = ?1"
+                          " AND key >= ?2 ORDER BY key",
+    [SQ_CHAN_PUSH] = "INSERT INTO channel_msgs(session_id, channel, seq, value)"
+                     " VALUES(?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM channel_msgs"
+                     " WHERE session_id = ?1 AND channel = ?2), ?3)",
+    [SQ_CHAN_COUNT] = "SELECT count(*) FROM channel_msgs WHERE session_id = ?1"
+                      " AND channel = ?2",
+    [SQ_CHAN_PEEK] = "SELECT seq, value FROM channel_msgs WHERE session_id = ?1"
+                     " AND channel = ?2 ORDER BY seq LIMIT ?3",
+    [SQ_CHAN_DELETE_UPTO] = "DELETE FROM channel_msgs WHERE session_id = ?1 AND channel = ?2"
+                            " AND seq <= ?3",
+    [SQ_COUNTER_NEXT] = "INSERT INTO step_counters(session_id, step_type, n) VALUES(?1, ?2, 1)"
+                        " ON CONFLICT(session_id, step_type) DO UPDATE SET n = step_counters.n + 1"
+                        " RETURNING n",
+    [SQ_STEP_INSERT] = "INSERT INTO steps(session_id, exec_id, step_type, ord, state, method,"
+                       " attempt, cancelled, input, options, wait, conditions, recovery_error,"
+                       " due_ms, lease_owner, lease_until, started_ms) VALUES(?1, ?2, ?3, ?4,"
+                       " ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    [SQ_STEP_GET] = "SELECT session_id, exec_id, step_type, ord, state, method, attempt,"
+                    " cancelled, input, options, wait, conditions, recovery_error, due_ms,"
+                    " lease_owner, lease_until, started_ms FROM steps"
+                    " WHERE session_id = ?1 AND exec_id = ?2",
+    [SQ_STEP_UPDATE] = "UPDATE steps SET step_type = ?3, ord = ?4, state = ?5, method = ?6,"
+                       " attempt = ?7, cancelled = ?8, input = ?9, options = ?10, wait = ?11,"
+                       " conditions = ?12, recovery_error = ?13, due_ms = ?14,"
+                       " lease_owner = ?15, lease_until = ?16, started_ms = ?17"
+                       " WHERE session_id = ?1 AND exec_id = ?2",
+    [SQ_STEP_DELETE] = "DELETE FROM steps WHERE session_id = ?1 AND exec_id = ?2",
+    [SQ_STEP_FIRST_DUE] = "SELECT session_id, exec_id, step_type, ord, state, method, attempt,"
+                          " cancelled, input, options, wait, conditions, recovery_error, due_ms,"
+                          " lease_owner, lease_until, started_ms FROM steps"
+                          " WHERE due_ms IS NOT NULL AND due_ms <= ?1 ORDER BY due_ms LIMIT 1",
+    [SQ_STEP_NEXT_DUE] = "SELECT min(due_ms) FROM steps WHERE due_ms IS NOT NULL",
+    [SQ_STEP_LIST] = "SELECT session_id, exec_id, step_type, ord, state, method, attempt,"
+                     " cancelled, input, options, wait, conditions, recovery_error, due_ms,"
+                     " lease_owner, lease_until, started_ms FROM steps"
+                     " WHERE session_id = ?1 ORDER BY ord",
+    [SQ_STEP_LIST_STATE] = "SELECT session_id, exec_id, step_type, ord, state, method, attempt,"
+                           " cancelled, input, options, wait, conditions, recovery_error,"
+                           " due_ms, lease_owner, lease_until, started_ms FROM steps"
+                           " WHERE session_id = ?1 AND state = ?2 ORDER BY ord",
+    [SQ_STEP_RENEW] = "UPDATE steps SET lease_until = ?6, due_ms = ?6 WHERE session_id = ?1"
+                      " AND exec_id = ?2 AND state = 3 AND lease_owner = ?3 AND attempt = ?4"
+                      " AND cancelled = 0 AND lease_until > ?5",
+    [SQ_STEP_BUSY] = "SELECT count(*) FROM steps WHERE session_id = ?1 AND state IN (1, 3)",
+    [SQ_EVENT_APPEND] = "INSERT INTO events(session_id, seq, json) VALUES(?1, ?2, ?3)",
+    [SQ_EVENT_TRIM] = "DELETE FROM events WHERE session_id = ?1 AND seq <= ?2",
+    [SQ_EVENT_READ] = "SELECT seq, json FROM events WHERE session_id = ?1 AND seq > ?2"
+                      " ORDER BY seq LIMIT ?3",
+};
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS sessions(session_id TEXT NOT NULL PRIMARY KEY,"
+    " flow_type TEXT NOT NULL, created_ms INTEGER NOT NULL, status INTEGER NOT NULL,"
+    " event_seq INTEGER NOT NULL, step_ord INTEGER NOT NULL, settings TEXT) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS sessions_created ON sessions(created_ms, session_id);"
+    "CREATE TABLE IF NOT EXISTS attrs(session_id TEXT NOT NULL, key BLOB NOT NULL,"
+    " value TEXT NOT NULL, PRIMARY KEY(session_id, key)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS channel_msgs(session_id TEXT NOT NULL, channel BLOB NOT NULL,"
+    " seq INTEGER NOT NULL, value TEXT NOT NULL, PRIMARY KEY(session_id, channel, seq))"
+    " WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS step_counters(session_id TEXT NOT NULL, step_type TEXT NOT NULL,"
+    " n INTEGER NOT NULL, PRIMARY KEY(session_id, step_type)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS steps(session_id TEXT NOT NULL, exec_id TEXT NOT NULL,"
+    " step_type TEXT NOT NULL, ord INTEGER NOT NULL, state INTEGER NOT NULL,"
+    " method INTEGER NOT NULL, attempt INTEGER NOT NULL, cancelled INTEGER NOT NULL,"
+    " input TEXT, options TEXT, wait TEXT, conditions TEXT, recovery_error TEXT,"
+    " due_ms INTEGER, lease_owner TEXT, lease_until INTEGER NOT NULL,"
+    " started_ms INTEGER NOT NULL, PRIMARY KEY(session_id, exec_id)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS steps_due ON steps(due_ms) WHERE due_ms IS NOT NULL;"
+    "CREATE TABLE IF NOT EXISTS events(session_id TEXT NOT NULL, seq INTEGER NOT NULL,"
+    " json TEXT NOT NULL, PRIMARY KEY(session_id, seq)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS dexa_meta(key TEXT NOT NULL PRIMARY KEY, value TEXT)"
+    " WITHOUT ROWID;"
+    "INSERT INTO dexa_meta(key, value) VALUES('schema_version', '1')"
+    " ON CONFLICT(key) DO NOTHING;";
+
+int dexa__sq_err(int rc) {
+  switch (rc & 0xff) {
+  case SQLITE_OK:
+  case SQLITE_DONE:
+  case SQLITE_ROW:
+    return DEXA_OK;
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+    return DEXA_E_BUSY;
+  case SQLITE_NOMEM:
+    return DEXA_E_NOMEM;
+  case SQLITE_CORRUPT:
+  case SQLITE_NOTADB:
+    return DEXA_E_CORRUPT;
+  case SQLITE_CONSTRAINT:
+    return DEXA_E_ALREADY_EXISTS;
+  case SQLITE_MISUSE:
+  case SQLITE_RANGE:
+    return DEXA_E_INTERNAL;
+  default:
+    return DEXA_E_IO;
+  }
+}
+
+sqlite3_stmt *dexa__sq_stmt(sq_conn *c, sq_stmt_id id, int *rc) {
+  sqlite3_stmt *st = c->stmts[id];
+  if (st) {
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return st;
+  }
+  int r = sqlite3_prepare_v3(c->db, sql_text[id], -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+  if (r != SQLITE_OK) {
+    *rc = dexa__sq_err(r);
+    return NULL;
+  }
+  c->stmts[id] = st;
+  return st;
+}
+
+int dexa__sq_exec(sqlite3_stmt *st) {
+  int r = sqlite3_step(st);
+  sqlite3_reset(st);
+  return (r == SQLITE_DONE || r == SQLITE_ROW) ? DEXA_OK : dexa__sq_err(r);
+}
+
+int dexa__sq_text(sqlite3_stmt *st, int i, const char *s, size_t n) {
+  int r = s ? sqlite3_bind_text(st, i, s, (int)n, SQLITE_STATIC) : sqlite3_bind_null(st, i);
+  return dexa__sq_err(r);
+}
+
+int dexa__sq_blob(sqlite3_stmt *st, int i, const char *s, size_t n) {
+  /* A zero-length blob with a NULL pointer would bind SQL NULL. */
+  int r = sqlite3_bind_blob(st, i, n ? (const void *)s : (const void *)"", (int)n,
+                            SQLITE_STATIC);
+  return dexa__sq_err(r);
+}
+
+int dexa__sq_col_dup(sqlite3_stmt *st, int i, char **slot, size_t *len) {
+  if (sqlite3_column_type(st, i) == SQLITE_NULL) {
+    return dexa__row_set(slot, len, NULL, 0);
+  }
+  const char *p = (const char *)sqlite3_column_blob(st, i);
+  size_t n = (size_t)sqlite3_column_bytes(st, i);
+  return dexa__row_set(slot, len, p ? p : "", n);
+}
+
+static int exec_simple(dexa__store_conn *base, sq_stmt_id id) {
+  int rc = DEXA_OK;
+  sqlite3_stmt *st = dexa__sq_stmt((sq_conn *)base, id, &rc);
+  return st ? dexa__sq_exec(st) : rc;
+}
+
+static int sq_begin_write(dexa__store_conn *c) { return exec_simple(c, SQ_BEGIN_WRITE); }
+static int sq_begin_read(dexa__store_conn *c) { return exec_simple(c, SQ_BEGIN_READ); }
+static int sq_commit(dexa__store_conn *c) { return exec_simple(c, SQ_COMMIT); }
+static int sq_savepoint(dexa__store_conn *c) { return exec_simple(c, SQ_SAVEPOINT); }
+static int sq_release(dexa__store_conn *c) { return exec_simple(c, SQ_RELEASE); }
+
+static int sq_rollback(dexa__store_conn *c) {
+  sq_conn *sc = (sq_conn *)c;
+  /* After some errors SQLite has already rolled back; that is not an error. */
+  if (sqlite3_get_autocommit(sc->db)) return DEXA_OK;
+  return exec_simple(c, SQ_ROLLBACK);
+}
+
+static int sq_rollback_to(dexa__store_conn *c) {
+  int rc = exec_simple(c, SQ_ROLLBACK_TO);
+  /* ROLLBACK TO keeps the savepoint open; release it so nesting stays flat. */
+  return rc ? rc : exec_simple(c, SQ_RELEASE);
+}
+
+static int apply_pragmas(sq_conn *c, const sq_store *s) {
+  const char *sync = s->synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
+  sqlite3_busy_timeout(c->db, 10000);
+  if (sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK)
+    return DEXA_E_IO;
+  if (sqlite3_exec(c->db, sync, NULL, NULL, NULL) != SQLITE_OK) return DEXA_E_IO;
+  return DEXA_OK;
+}
+
+static int sq_conn_open(dexa__store *base, dexa__store_conn **out) {
+  sq_store *s = (sq_store *)base;
+  *out = NULL;
+  sq_conn *c = calloc(1, sizeof *c);
+  if (!c) return DEXA_E_NOMEM;
+  c->base.ops = &dexa__sqlite_ops;
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  int r = sqlite3_open_v2(s->path, &c->db, flags, NULL);
+  int rc = r == SQLITE_OK ? apply_pragmas(c, s) : dexa__sq_err(r);
+  if (rc != DEXA_OK) {
+    sqlite3_close_v2(c->db);
+    free(c);
+    return rc;
+  }
+  *out = &c->base;
+  return DEXA_OK;
+}
+
+static void sq_conn_close(dexa__store_conn *base) {
+  sq_conn *c = (sq_conn *)base;
+  if (!c) return;
+  for (int i = 0; i < SQ_COUNT; i++) sqlite3_finalize(c->stmts[i]);
+  sqlite3_close_v2(c->db);
+  free(c->valbuf);
+  free(c);
+}
+
+static void remove_files(const char *path) {
+  char buf[4096];
+  unlink(path);
+  snprintf(buf, sizeof buf, "%s-wal", path);
+  unlink(buf);
+  snprintf(buf, sizeof buf, "%s-shm", path);
+  unlink(buf);
+}
+
+static void sq_close(dexa__store *base) {
+  sq_store *s = (sq_store *)base;
+  if (!s) return;
+  if (s->temporary) remove_files(s->path);
+  free(s->path);
+  free(s);
+}
+
+static int create_schema(sq_store *s, char *errmsg, size_t n) {
+  dexa__store_conn *c = NULL;
+  int rc = sq_conn_open(&s->base, &c);
+  if (rc != DEXA_OK) {
+    if (errmsg) snprintf(errmsg, n, "cannot open %s: %s", s->path, dexa_strerror(rc));
+    return rc;
+  }
+  char *err = NULL;
+  int r = sqlite3_exec(((sq_conn *)c)->db, schema_sql, NULL, NULL, &err);
+  if (r != SQLITE_OK) {
+    rc = dexa__sq_err(r);
+    if (rc == DEXA_E_ALREADY_EXISTS) rc = DEXA_E_CORRUPT;
+    if (errmsg) snprintf(errmsg, n, "schema of %s: %s", s->path, err ? err : "?");
+  }
+  sqlite3_free(err);
+  sq_conn_close(c);
+  return rc;
+}
+
+int dexa__sqlite_open(dexa__store **out, const char *path, int temporary,
+                      const char *synchronous, char *errmsg, size_t errmsg_size) {
+  *out = NULL;
+  sq_store *s = calloc(1, sizeof *s);
+  if (!s) return DEXA_E_NOMEM;
+  s->base.ops = &dexa__sqlite_ops;
+  s->temporary = temporary;
+  s->synchronous_full = !(synchronous && strcmp(synchronous, "normal") == 0);
+  s->path = strdup(path);
+  if (!s->path) {
+    free(s);
+    return DEXA_E_NOMEM;
+  }
+  int rc = create_schema(s, errmsg, errmsg_size);
+  if (rc != DEXA_OK) {
+    sq_close(&s->base);
+    return rc;
+  }
+  *out = &s->base;
+  return DEXA_OK;
+}
+
+const dexa__store_ops dexa__sqlite_ops = {
+    .begin_write = sq_begin_write,
+    .begin_read = sq_begin_read,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
+    .savepoint = sq_savepoint,
+    .release = sq_release,
+    .rollback_to = sq_rollback_to,
+    .session_insert = dexa__sq_session_insert,
+    .session_get = dexa__sq_session_get,
+    .session_set_status = dexa__sq_session_set_status,
+    .session_bump_events = dexa__sq_session_bump_events,
+    .session_next_ord = dexa__sq_session_next_ord,
+    .session_list = dexa__sq_session_list,
+    .attr_get = dexa__sq_attr_get,
+    .attr_put = dexa__sq_attr_put,
+    .attr_delete = dexa__sq_attr_delete,
+    .attr_scan = dexa__sq_attr_scan,
+    .chan_push = dexa__sq_chan_push,
+    .chan_count = dexa__sq_chan_count,
+    .chan_take = dexa__sq_chan_take,
+    .counter_next = dexa__sq_counter_next,
+    .step_insert = dexa__sq_step_insert,
+    .step_get = dexa__sq_step_get,
+    .step_update = dexa__sq_step_update,
+    .step_delete = dexa__sq_step_delete,
+    .step_first_due = dexa__sq_step_first_due,
+    .step_next_due = dexa__sq_step_next_due,
+    .step_list = dexa__sq_step_list,
+    .step_renew = dexa__sq_step_renew,
+    .step_busy_count = dexa__sq_step_busy_count,
+    .event_append = dexa__sq_event_append,
+    .event_trim = dexa__sq_event_trim,
+    .event_read = dexa__sq_event_read,
+    .conn_open = sq_conn_open,
+    .conn_close = sq_conn_close,
+    .close = sq_close,
+};

@@ -1,0 +1,284 @@
+/* SQLite backend: sessions, attributes, channels, counters and events. */
+#include "store/sqlite_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dexagents/errors.h"
+
+#define STMT(var, conn, id)                                                            \
+  int rc = DEXA_OK;                                                                    \
+  sqlite3_stmt *var = dexa__sq_stmt((sq_conn *)(conn), (id), &rc);                     \
+  if (!var) return rc
+
+static size_t slen(const char *s) { return strlen(s); }
+
+int dexa__sq_session_insert(dexa__store_conn *c, const char *id, const char *flow_type,
+                            int64_t created_ms, const char *settings, size_t settings_len) {
+  STMT(st, c, SQ_SESSION_INSERT);
+  dexa__sq_text(st, 1, id, slen(id));
+  dexa__sq_text(st, 2, flow_type, slen(flow_type));
+  sqlite3_bind_int64(st, 3, created_ms);
+  dexa__sq_text(st, 4, settings, settings_len);
+  rc = dexa__sq_exec(st);
+  if (rc == DEXA_OK && sqlite3_changes(((sq_conn *)c)->db) == 0) rc = DEXA_E_ALREADY_EXISTS;
+  return rc;
+}
+
+static int fill_session(sqlite3_stmt *st, int first, dexa__session_row *out) {
+  size_t unused;
+  int rc = dexa__sq_col_dup(st, first, &out->flow_type, &unused);
+  out->created_ms = sqlite3_column_int64(st, first + 1);
+  out->status = sqlite3_column_int(st, first + 2);
+  out->event_seq = sqlite3_column_int64(st, first + 3);
+  return rc;
+}
+
+int dexa__sq_session_get(dexa__store_conn *c, const char *id, dexa__session_row *out) {
+  memset(out, 0, sizeof *out);
+  STMT(st, c, SQ_SESSION_GET);
+  dexa__sq_text(st, 1, id, slen(id));
+  int r = sqlite3_step(st);
+  if (r == SQLITE_ROW) {
+    out->session_id = strdup(id);
+    rc = out->session_id ? fill_session(st, 0, out) : DEXA_E_NOMEM;
+  } else {
+    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r);
+  }
+  sqlite3_reset(st);
+  if (rc != DEXA_OK) dexa__session_row_free(out);
+  return rc;
+}
+
+int dexa__sq_session_set_status(dexa__store_conn *c, const char *id, int32_t status) {
+  STMT(st, c, SQ_SESSION_STATUS);
+  dexa__sq_text(st, 1, id, slen(id));
+  sqlite3_bind_int(st, 2, status);
+  return dexa__sq_exec(st);
+}
+
+static int bump(dexa__store_conn *c, sq_stmt_id id_stmt, const char *id, int64_t *out) {
+  STMT(st, c, id_stmt);
+  dexa__sq_text(st, 1, id, slen(id));
+  int r = sqlite3_step(st);
+  if (r == SQLITE_ROW) {
+    *out = sqlite3_column_int64(st, 0);
+    rc = DEXA_OK;
+  } else {
+    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r);
+  }
+  /* RETURNING statements finish their work on reset; check it. */
+  r = sqlite3_reset(st);
+  if (rc == DEXA_OK && r != SQLITE_OK) rc = dexa__sq_err(r);
+  return rc;
+}
+
+int dexa__sq_session_bump_events(dexa__store_conn *c, const char *id, int64_t *seq) {
+  return bump(c, SQ_SESSION_BUMP_EVENTS, id, seq);
+}
+
+int dexa__sq_session_next_ord(dexa__store_conn *c, const char *id, int64_t *ord) {
+  return bump(c, SQ_SESSION_NEXT_ORD, id, ord);
+}
+
+int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *before_id,
+                          int32_t limit, dexa__session_visit_fn visit, void *ctx) {
+  STMT(st, c, before_id ? SQ_SESSION_LIST_AFTER : SQ_SESSION_LIST_FIRST);
+  sqlite3_bind_int(st, 1, limit);
+  if (before_id) {
+    sqlite3_bind_int64(st, 2, before_ms);
+    dexa__sq_text(st, 3, before_id, slen(before_id));
+  }
+  int r = SQLITE_DONE;
+  while (rc == DEXA_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+    dexa__session_row row = {0};
+    size_t unused;
+    rc = dexa__sq_col_dup(st, 0, &row.session_id, &unused);
+    if (rc == DEXA_OK) rc = fill_session(st, 1, &row);
+    if (rc == DEXA_OK) rc = visit(ctx, &row);
+    dexa__session_row_free(&row);
+  }
+  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+  sqlite3_reset(st);
+  return rc;
+}
+
+int dexa__sq_attr_get(dexa__store_conn *c, const char *sid, const char *key, size_t klen,
+                      const char **val, size_t *vlen) {
+  sq_conn *sc = (sq_conn *)c;
+  STMT(st, c, SQ_ATTR_GET);
+  dexa__sq_text(st, 1, sid, slen(sid));
+  dexa__sq_blob(st, 2, key, klen);
+  int r = sqlite3_step(st);
+  if (r == SQLITE_ROW) {
+    const char *p = (const char *)sqlite3_column_blob(st, 0);
+    size_t n = (size_t)sqlite3_column_bytes(st, 0);
+    /* Copy out so the statement can be reset at once: an open statement
+     * would keep a read snapshot and pin the WAL. */
+    if (n + 1 > sc->valcap) {
+      char *nb = realloc(sc->valbuf, n + 1);
+      if (!nb) {
+        rc = DEXA_E_NOMEM;
+        goto cleanup;
+      }
+      sc->valbuf = nb;
+      sc->valcap = n + 1;
+    }
+    if (n) memcpy(sc->valbuf, p, n);
+    sc->valbuf[n] = '\0';
+    *val = sc->valbuf;
+    *vlen = n;
+  } else {
+    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r);
+  }
+cleanup:
+  sqlite3_reset(st);
+  return rc;
+}
+
+int dexa__sq_attr_put(dexa__store_conn *c, const char *sid, const char *key, size_t klen,
+                      const char *val, size_t vlen) {
+  STMT(st, c, SQ_ATTR_PUT);
+  dexa__sq_text(st, 1, sid, slen(sid));
+  dexa__sq_blob(st, 2, key, klen);
+  dexa__sq_text(st, 3, val, vlen);
+  return dexa__sq_exec(st);
+}
+
+int dexa__sq_attr_delete(dexa__store_conn *c, const char *sid, const char *key, size_t klen) {
+  STMT(st, c, SQ_ATTR_DELETE);
+  dexa__sq_text(st, 1, sid, slen(sid));
+  dexa__sq_blob(st, 2, key, klen);
+  return dexa__sq_exec(st);
+}
+
+/* The smallest key greater than every key with this prefix: the prefix with
+ * its last non-0xFF byte incremented. 0 when there is none (all 0xFF). */
+static size_t prefix_upper(const char *prefix, size_t plen, char *out) {
+  memcpy(out, prefix, plen);
+  while (plen > 0 && (unsigned char)out[plen - 1] == 0xFF) plen--;
+  if (plen == 0) return 0;
+  out[plen - 1] = (char)((unsigned char)out[plen - 1] + 1);
+  return plen;
+}
+
+int dexa__sq_attr_scan(dexa__store_conn *c, const char *sid, const char *prefix, size_t plen,
+                       dexa_attr_visit_fn visit, void *ctx) {
+  char *upper = malloc(plen + 1);
+  if (!upper) return DEXA_E_NOMEM;
+  size_t ulen = prefix_upper(prefix, plen, upper);
+  int rc = DEXA_OK;
+  sqlite3_stmt *st = dexa__sq_stmt((sq_conn *)c, ulen ? SQ_ATTR_SCAN_RANGE : SQ_ATTR_SCAN_FROM,
+                                   &rc);
+  if (!st) goto cleanup;
+  dexa__sq_text(st, 1, sid, slen(sid));
+  dexa__sq_blob(st, 2, prefix, plen);
+  if (ulen) dexa__sq_blob(st, 3, upper, ulen);
+  int r = SQLITE_DONE;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *k = (const char *)sqlite3_column_blob(st, 0);
+    size_t kn = (size_t)sqlite3_column_bytes(st, 0);
+    const char *v = (const char *)sqlite3_column_blob(st, 1);
+    size_t vn = (size_t)sqlite3_column_bytes(st, 1);
+    int vr = visit(ctx, k ? k : "", kn, v ? v : "", vn);
+    if (vr < 0) rc = vr;
+    if (vr != 0) break;
+  }
+  if (rc == DEXA_OK && r != SQLITE_DONE && r != SQLITE_ROW) rc = dexa__sq_err(r);
+  sqlite3_reset(st);
+cleanup:
+  free(upper);
+  return rc;
+}
+
+int dexa__sq_chan_push(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
+                       const char *val, size_t vlen) {
+  STMT(st, c, SQ_CHAN_PUSH);
+  dexa__sq_text(st, 1, sid, slen(sid));
+  dexa__sq_blob(st, 2, ch, chlen);
+  dexa__sq_text(st, 3, val ? val : "null", val ? vlen : 4);
+  return dexa__sq_exec(st);
+}
+
+int dexa__sq_chan_count(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
+                        int64_t *n) {
+  STMT(st, c, SQ_CHAN_COUNT);
+  dexa__sq_text(st, 1, sid, slen(sid));
+  dexa__sq_blob(st, 2, ch, chlen);
+  int r = sqlite3_step(st);
+  *n = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  rc = r == SQLITE_ROW ? DEXA_OK : dexa__sq_err(r);
+  sqlite3_reset(st);
+  return rc;
+}
+
+int dexa__sq_chan_take(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
+                       int64_t n, dexa__value_visit_fn visit, void *ctx) {
+  int64_t last = -1;
+  {
+    STMT(st, c, SQ_CHAN_PEEK);
+    dexa__sq_text(st, 1, sid, slen(sid));
+    dexa__sq_blob(st, 2, ch, chlen);
+    sqlite3_bind_int64(st, 3, n);
+    int r = SQLITE_DONE;
+    while (rc == DEXA_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+      last = sqlite3_column_int64(st, 0);
+      const char *v = (const char *)sqlite3_column_text(st, 1);
+      rc = visit(ctx, last, v ? v : "null", (size_t)sqlite3_column_bytes(st, 1));
+    }
+    if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+    sqlite3_reset(st);
+    if (rc != DEXA_OK || last < 0) return rc;
+  }
+  STMT(del, c, SQ_CHAN_DELETE_UPTO);
+  dexa__sq_text(del, 1, sid, slen(sid));
+  dexa__sq_blob(del, 2, ch, chlen);
+  sqlite3_bind_int64(del, 3, last);
+  return dexa__sq_exec(del);
+}
+
+int dexa__sq_counter_next(dexa__store_conn *c, const char *sid, const char *step_type,
+                          int64_t *n) {
+  STMT(st, c, SQ_COUNTER_NEXT);
+  dexa__sq_text(st, 1, sid, slen(sid));
+  dexa__sq_text(st, 2, step_type, slen(step_type));
+  int r = sqlite3_step(st);
+  if (r == SQLITE_ROW) *n = sqlite3_column_int64(st, 0);
+  rc = r == SQLITE_ROW ? DEXA_OK : (r == SQLITE_DONE ? DEXA_E_INTERNAL : dexa__sq_err(r));
+  r = sqlite3_reset(st);
+  if (rc == DEXA_OK && r != SQLITE_OK) rc = dexa__sq_err(r);
+  return rc;
+}
+
+int dexa__sq_event_append(dexa__store_conn *c, const char *sid, int64_t seq, const char *json,
+                          size_t len) {
+  STMT(st, c, SQ_EVENT_APPEND);
+  dexa__sq_text(st, 1, sid, slen(sid));
+  sqlite3_bind_int64(st, 2, seq);
+  dexa__sq_text(st, 3, json, len);
+  return dexa__sq_exec(st);
+}
+
+int dexa__sq_event_trim(dexa__store_conn *c, const char *sid, int64_t upto_seq) {
+  STMT(st, c, SQ_EVENT_TRIM);
+  dexa__sq_text(st, 1, sid, slen(sid));
+  sqlite3_bind_int64(st, 2, upto_seq);
+  return dexa__sq_exec(st);
+}
+
+int dexa__sq_event_read(dexa__store_conn *c, const char *sid, int64_t after_seq, int32_t limit,
+                        dexa__value_visit_fn visit, void *ctx) {
+  STMT(st, c, SQ_EVENT_READ);
+  dexa__sq_text(st, 1, sid, slen(sid));
+  sqlite3_bind_int64(st, 2, after_seq);
+  sqlite3_bind_int(st, 3, limit);
+  int r = SQLITE_DONE;
+  while (rc == DEXA_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *v = (const char *)sqlite3_column_text(st, 1);
+    rc = visit(ctx, sqlite3_column_int64(st, 0), v ? v : "null",
+               (size_t)sqlite3_column_bytes(st, 1));
+  }
+  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+  sqlite3_reset(st);
+  return rc;
+}

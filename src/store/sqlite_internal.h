@@ -1,0 +1,124 @@
+/* Shared by the SQLite backend's files: the connection, its cache of
+ * prepared statements, and the helpers that bind and map errors. */
+#ifndef DEXA_STORE_SQLITE_INTERNAL_H
+#define DEXA_STORE_SQLITE_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+/* Every statement the backend runs; prepared once per connection. */
+typedef enum sq_stmt_id {
+  SQ_BEGIN_WRITE,
+  SQ_BEGIN_READ,
+  SQ_COMMIT,
+  SQ_ROLLBACK,
+  SQ_SAVEPOINT,
+  SQ_RELEASE,
+  SQ_ROLLBACK_TO,
+  SQ_SESSION_INSERT,
+  SQ_SESSION_GET,
+  SQ_SESSION_STATUS,
+  SQ_SESSION_BUMP_EVENTS,
+  SQ_SESSION_NEXT_ORD,
+  SQ_SESSION_LIST_FIRST,
+  SQ_SESSION_LIST_AFTER,
+  SQ_ATTR_GET,
+  SQ_ATTR_PUT,
+  SQ_ATTR_DELETE,
+  SQ_ATTR_SCAN_RANGE,
+  SQ_ATTR_SCAN_FROM,
+  SQ_CHAN_PUSH,
+  SQ_CHAN_COUNT,
+  SQ_CHAN_PEEK,
+  SQ_CHAN_DELETE_UPTO,
+  SQ_COUNTER_NEXT,
+  SQ_STEP_INSERT,
+  SQ_STEP_GET,
+  SQ_STEP_UPDATE,
+  SQ_STEP_DELETE,
+  SQ_STEP_FIRST_DUE,
+  SQ_STEP_NEXT_DUE,
+  SQ_STEP_LIST,
+  SQ_STEP_LIST_STATE,
+  SQ_STEP_RENEW,
+  SQ_STEP_BUSY,
+  SQ_EVENT_APPEND,
+  SQ_EVENT_TRIM,
+  SQ_EVENT_READ,
+  SQ_COUNT
+} sq_stmt_id;
+
+typedef struct sq_conn {
+  dexa__store_conn base; /* first: the store code casts between them */
+  sqlite3 *db;
+  sqlite3_stmt *stmts[SQ_COUNT];
+  char *valbuf; /* attr_get's borrowed copy */
+  size_t valcap;
+} sq_conn;
+
+typedef struct sq_store {
+  dexa__store base;
+  char *path;
+  int temporary; /* remove the files at close */
+  int synchronous_full;
+} sq_store;
+
+extern const dexa__store_ops dexa__sqlite_ops;
+
+/* The cached statement id of c, prepared on first use and reset; NULL on
+ * error (*rc set). */
+sqlite3_stmt *dexa__sq_stmt(sq_conn *c, sq_stmt_id id, int *rc);
+/* Maps a SQLite result code to DEXA_OK / DEXA_E_*. */
+int dexa__sq_err(int rc);
+/* Steps a statement that returns no row; resets it. */
+int dexa__sq_exec(sqlite3_stmt *st);
+/* Binds text (a NULL pointer binds SQL NULL). */
+int dexa__sq_text(sqlite3_stmt *st, int i, const char *s, size_t n);
+int dexa__sq_blob(sqlite3_stmt *st, int i, const char *s, size_t n);
+/* Copies column i into *slot (NULL column -> NULL slot). */
+int dexa__sq_col_dup(sqlite3_stmt *st, int i, char **slot, size_t *len);
+
+/* The operations, by file. */
+int dexa__sq_session_insert(dexa__store_conn *c, const char *id, const char *flow_type,
+                            int64_t created_ms, const char *settings, size_t settings_len);
+int dexa__sq_session_get(dexa__store_conn *c, const char *id, dexa__session_row *out);
+int dexa__sq_session_set_status(dexa__store_conn *c, const char *id, int32_t status);
+int dexa__sq_session_bump_events(dexa__store_conn *c, const char *id, int64_t *seq);
+int dexa__sq_session_next_ord(dexa__store_conn *c, const char *id, int64_t *ord);
+int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *before_id,
+                          int32_t limit, dexa__session_visit_fn visit, void *ctx);
+int dexa__sq_attr_get(dexa__store_conn *c, const char *sid, const char *key, size_t klen,
+                      const char **val, size_t *vlen);
+int dexa__sq_attr_put(dexa__store_conn *c, const char *sid, const char *key, size_t klen,
+                      const char *val, size_t vlen);
+int dexa__sq_attr_delete(dexa__store_conn *c, const char *sid, const char *key, size_t klen);
+int dexa__sq_attr_scan(dexa__store_conn *c, const char *sid, const char *prefix, size_t plen,
+                       dexa_attr_visit_fn visit, void *ctx);
+int dexa__sq_chan_push(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
+                       const char *val, size_t vlen);
+int dexa__sq_chan_count(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
+                        int64_t *n);
+int dexa__sq_chan_take(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
+                       int64_t n, dexa__value_visit_fn visit, void *ctx);
+int dexa__sq_counter_next(dexa__store_conn *c, const char *sid, const char *step_type,
+                          int64_t *n);
+int dexa__sq_event_append(dexa__store_conn *c, const char *sid, int64_t seq, const char *json,
+                          size_t len);
+int dexa__sq_event_trim(dexa__store_conn *c, const char *sid, int64_t upto_seq);
+int dexa__sq_event_read(dexa__store_conn *c, const char *sid, int64_t after_seq, int32_t limit,
+                        dexa__value_visit_fn visit, void *ctx);
+int dexa__sq_step_insert(dexa__store_conn *c, const dexa__step_row *row);
+int dexa__sq_step_get(dexa__store_conn *c, const char *sid, const char *exec_id,
+                      dexa__step_row *out);
+int dexa__sq_step_update(dexa__store_conn *c, const dexa__step_row *row);
+int dexa__sq_step_delete(dexa__store_conn *c, const char *sid, const char *exec_id);
+int dexa__sq_step_first_due(dexa__store_conn *c, int64_t now, dexa__step_row *out);
+int dexa__sq_step_next_due(dexa__store_conn *c, int64_t *due);
+int dexa__sq_step_list(dexa__store_conn *c, const char *sid, int32_t state,
+                       dexa__step_row **rows, size_t *n);
+int dexa__sq_step_renew(dexa__store_conn *c, const char *sid, const char *exec_id,
+                        const char *owner, int32_t attempt, int64_t now, int64_t until);
+int dexa__sq_step_busy_count(dexa__store_conn *c, const char *sid, int64_t *n);
+
+#endif

@@ -1,0 +1,87 @@
+/* Store selection by URI and the row helpers every backend shares. */
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dexagents/errors.h"
+
+int dexa__row_set(char **slot, size_t *slot_len, const char *s, size_t n) {
+  free(*slot);
+  *slot = NULL;
+  if (slot_len) *slot_len = 0;
+  if (!s) return DEXA_OK;
+  char *p = malloc(n + 1);
+  if (!p) return DEXA_E_NOMEM;
+  if (n) memcpy(p, s, n);
+  p[n] = '\0';
+  *slot = p;
+  if (slot_len) *slot_len = n;
+  return DEXA_OK;
+}
+
+void dexa__step_row_free(dexa__step_row *r) {
+  if (!r) return;
+  free(r->session_id);
+  free(r->exec_id);
+  free(r->step_type);
+  free(r->input);
+  free(r->options);
+  free(r->wait);
+  free(r->conditions);
+  free(r->recovery_error);
+  free(r->lease_owner);
+  memset(r, 0, sizeof *r);
+}
+
+void dexa__step_rows_free(dexa__step_row *rows, size_t n) {
+  for (size_t i = 0; i < n; i++) dexa__step_row_free(&rows[i]);
+  free(rows);
+}
+
+void dexa__session_row_free(dexa__session_row *r) {
+  if (!r) return;
+  free(r->session_id);
+  free(r->flow_type);
+  memset(r, 0, sizeof *r);
+}
+
+/* ":memory:" must be shared by the writer and the reader connections, so it
+ * is a private file in the temporary directory, removed at close. */
+static int temp_path(char *buf, size_t n) {
+  const char *dir = getenv("TMPDIR");
+  snprintf(buf, n, "%s/dexagents-XXXXXX", dir && *dir ? dir : "/tmp");
+  int fd = mkstemp(buf);
+  if (fd < 0) return DEXA_E_IO;
+  close(fd);
+  return DEXA_OK;
+}
+
+int dexa__store_open(dexa__store **out, const dexa__store_config *cfg, char *errmsg,
+                     size_t errmsg_size) {
+  *out = NULL;
+  const char *uri = cfg->uri && *cfg->uri ? cfg->uri : "dexagents.db";
+  if (cfg->synchronous && strcmp(cfg->synchronous, "full") != 0 &&
+      strcmp(cfg->synchronous, "normal") != 0) {
+    if (errmsg) snprintf(errmsg, errmsg_size, "sqlite_synchronous must be full or normal");
+    return DEXA_E_INVALID_ARG;
+  }
+  if (strncmp(uri, "postgres", 8) == 0) {
+    if (errmsg) snprintf(errmsg, errmsg_size, "this build has no PostgreSQL store");
+    return DEXA_E_UNSUPPORTED;
+  }
+  if (strncmp(uri, "sqlite:", 7) == 0) uri += 7;
+  if (strcmp(uri, ":memory:") == 0) {
+    char path[4096];
+    if (temp_path(path, sizeof path) != DEXA_OK) {
+      if (errmsg) snprintf(errmsg, errmsg_size, "cannot create a temporary store file");
+      return DEXA_E_IO;
+    }
+    int rc = dexa__sqlite_open(out, path, 1, "normal", errmsg, errmsg_size);
+    if (rc != DEXA_OK) unlink(path);
+    return rc;
+  }
+  return dexa__sqlite_open(out, uri, 0, cfg->synchronous, errmsg, errmsg_size);
+}

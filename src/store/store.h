@@ -1,0 +1,189 @@
+/* The store: the runtime's durable state behind one internal interface.
+ *
+ * A backend (SQLite now, PostgreSQL later) implements dexa__store_ops. The
+ * operations are semantic (insert a session, take the oldest channel
+ * messages, find the first due Step row), not SQL, so nothing above this
+ * header depends on one database's dialect. Every operation runs on a
+ * connection, inside the transaction the caller opened on it (begin_write /
+ * begin_read) or, outside one, as its own statement.
+ *
+ * Threads: a connection is used by one thread at a time; the store handle
+ * may open connections from any thread. Every call returns DEXA_OK or a
+ * negative DEXA_E_* code (DEXA_E_NOT_FOUND, DEXA_E_ALREADY_EXISTS,
+ * DEXA_E_BUSY, DEXA_E_IO, DEXA_E_NOMEM, DEXA_E_CORRUPT). */
+#ifndef DEXA_STORE_STORE_H
+#define DEXA_STORE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dexagents/flow.h"
+
+/* Step execution states. A row exists only while the execution is live;
+ * a finished execution's row is deleted (only counters remain). */
+enum {
+  DEXA__STEP_READY = 1,   /* method may run once due_ms has passed */
+  DEXA__STEP_WAITING = 2, /* wait stored; due_ms = next timer deadline or none */
+  DEXA__STEP_RUNNING = 3  /* leased; due_ms = lease_until */
+};
+
+enum { DEXA__SESSION_RUNNING = 0, DEXA__SESSION_COMPLETED = 1, DEXA__SESSION_FAILED = 2 };
+
+/* due_ms of a row that has nothing due (stored as SQL NULL, so the due
+ * index holds only rows that need the scheduler). */
+#define DEXA__NO_DUE INT64_MAX
+
+/* One live Step execution. Strings are malloc'd, owned by the row, and
+ * released by dexa__step_row_free; JSON fields may be NULL (absent). */
+typedef struct dexa__step_row {
+  char *session_id;
+  char *exec_id;
+  char *step_type;
+  int64_t ord; /* creation order within the session */
+  int32_t state;
+  int32_t method; /* DEXA_CALL_WAIT_FOR or DEXA_CALL_EXECUTE */
+  int32_t attempt;
+  int32_t cancelled;
+  char *input;
+  size_t input_len;
+  char *options; /* the decision's override of the defaults, or NULL */
+  size_t options_len;
+  char *wait; /* normalized, absolute timer deadlines */
+  size_t wait_len;
+  char *conditions; /* condition results for Execute */
+  size_t conditions_len;
+  char *recovery_error;
+  size_t recovery_error_len;
+  int64_t due_ms;
+  char *lease_owner;
+  int64_t lease_until;
+  int64_t started_ms;
+} dexa__step_row;
+
+void dexa__step_row_free(dexa__step_row *row);
+/* Copies s[0..n) into *slot (freeing what was there); NULL s clears it. */
+int dexa__row_set(char **slot, size_t *slot_len, const char *s, size_t n);
+
+typedef struct dexa__session_row {
+  char *session_id;
+  char *flow_type;
+  int64_t created_ms;
+  int32_t status; /* DEXA__SESSION_* */
+  int64_t event_seq; /* sequence of the newest durable event (0: none) */
+} dexa__session_row;
+
+void dexa__session_row_free(dexa__session_row *row);
+
+typedef int (*dexa__session_visit_fn)(void *ctx, const dexa__session_row *row);
+typedef int (*dexa__value_visit_fn)(void *ctx, int64_t seq, const char *json, size_t len);
+
+typedef struct dexa__store_conn dexa__store_conn;
+typedef struct dexa__store dexa__store;
+
+typedef struct dexa__store_ops {
+  /* Transactions. begin_write takes the store's write lock at once (SQLite
+   * BEGIN IMMEDIATE); savepoints nest inside it so one batched operation can
+   * be undone without the others. */
+  int (*begin_write)(dexa__store_conn *c);
+  int (*begin_read)(dexa__store_conn *c);
+  int (*commit)(dexa__store_conn *c);
+  int (*rollback)(dexa__store_conn *c);
+  int (*savepoint)(dexa__store_conn *c);
+  int (*release)(dexa__store_conn *c);
+  int (*rollback_to)(dexa__store_conn *c);
+
+  /* Sessions. session_bump_events adds one to event_seq and returns it. */
+  int (*session_insert)(dexa__store_conn *c, const char *id, const char *flow_type,
+                        int64_t created_ms, const char *settings, size_t settings_len);
+  int (*session_get)(dexa__store_conn *c, const char *id, dexa__session_row *out);
+  int (*session_set_status)(dexa__store_conn *c, const char *id, int32_t status);
+  int (*session_bump_events)(dexa__store_conn *c, const char *id, int64_t *seq);
+  int (*session_next_ord)(dexa__store_conn *c, const char *id, int64_t *ord);
+  /* Newest first, strictly older than (before_ms, before_id) unless
+   * before_id is NULL. */
+  int (*session_list)(dexa__store_conn *c, int64_t before_ms, const char *before_id,
+                      int32_t limit, dexa__session_visit_fn visit, void *ctx);
+
+  /* Attributes. get's value is borrowed until the next call on c; scan is
+   * bytewise ascending over keys starting with prefix. */
+  int (*attr_get)(dexa__store_conn *c, const char *sid, const char *key, size_t klen,
+                  const char **val, size_t *vlen);
+  int (*attr_put)(dexa__store_conn *c, const char *sid, const char *key, size_t klen,
+                  const char *val, size_t vlen);
+  int (*attr_delete)(dexa__store_conn *c, const char *sid, const char *key, size_t klen);
+  int (*attr_scan)(dexa__store_conn *c, const char *sid, const char *prefix, size_t plen,
+                   dexa_attr_visit_fn visit, void *ctx);
+
+  /* Channels: FIFO per (session, channel). take visits the oldest n
+   * messages in order, then deletes them. */
+  int (*chan_push)(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
+                   const char *val, size_t vlen);
+  int (*chan_count)(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
+                    int64_t *n);
+  int (*chan_take)(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
+                   int64_t n, dexa__value_visit_fn visit, void *ctx);
+
+  /* Per-session, per-Step-type execution counter: returns 1, 2, ... */
+  int (*counter_next)(dexa__store_conn *c, const char *sid, const char *step_type,
+                      int64_t *n);
+
+  /* Step rows, keyed by (session_id, exec_id). */
+  int (*step_insert)(dexa__store_conn *c, const dexa__step_row *row);
+  int (*step_get)(dexa__store_conn *c, const char *sid, const char *exec_id,
+                  dexa__step_row *out);
+  int (*step_update)(dexa__store_conn *c, const dexa__step_row *row);
+  int (*step_delete)(dexa__store_conn *c, const char *sid, const char *exec_id);
+  /* The row with the smallest due_ms <= now (DEXA_E_NOT_FOUND if none). */
+  int (*step_first_due)(dexa__store_conn *c, int64_t now, dexa__step_row *out);
+  /* The smallest due_ms of any row, DEXA__NO_DUE if none. */
+  int (*step_next_due)(dexa__store_conn *c, int64_t *due);
+  /* Every row of a session in creation order (state 0: any state). *rows
+   * is a new array the caller frees with dexa__step_rows_free. */
+  int (*step_list)(dexa__store_conn *c, const char *sid, int32_t state,
+                   dexa__step_row **rows, size_t *n);
+  /* Extends a lease that is still ours and unexpired at now; NOT_FOUND
+   * otherwise. */
+  int (*step_renew)(dexa__store_conn *c, const char *sid, const char *exec_id,
+                    const char *owner, int32_t attempt, int64_t now, int64_t until);
+  /* Rows of the session that are READY or RUNNING. */
+  int (*step_busy_count)(dexa__store_conn *c, const char *sid, int64_t *n);
+
+  /* Durable events of a session's stream. */
+  int (*event_append)(dexa__store_conn *c, const char *sid, int64_t seq, const char *json,
+                      size_t len);
+  int (*event_trim)(dexa__store_conn *c, const char *sid, int64_t upto_seq);
+  int (*event_read)(dexa__store_conn *c, const char *sid, int64_t after_seq, int32_t limit,
+                    dexa__value_visit_fn visit, void *ctx);
+
+  /* Connections. */
+  int (*conn_open)(dexa__store *s, dexa__store_conn **out);
+  void (*conn_close)(dexa__store_conn *c);
+  void (*close)(dexa__store *s);
+} dexa__store_ops;
+
+/* Every backend connection and store starts with its ops table. */
+struct dexa__store_conn {
+  const dexa__store_ops *ops;
+};
+struct dexa__store {
+  const dexa__store_ops *ops;
+};
+
+typedef struct dexa__store_config {
+  const char *uri;         /* "sqlite:PATH", PATH or ":memory:" */
+  const char *synchronous; /* "full" (default) or "normal" */
+} dexa__store_config;
+
+/* Opens the store named by cfg->uri, creating its schema when missing.
+ * ":memory:" is a private temporary file removed at close (so that several
+ * connections share it). On error *out is NULL and errmsg gets a message. */
+int dexa__store_open(dexa__store **out, const dexa__store_config *cfg, char *errmsg,
+                     size_t errmsg_size);
+
+void dexa__step_rows_free(dexa__step_row *rows, size_t n);
+
+/* SQLite backend entry point (store/sqlite.c). */
+int dexa__sqlite_open(dexa__store **out, const char *path, int temporary,
+                      const char *synchronous, char *errmsg, size_t errmsg_size);
+
+#endif
