@@ -66,8 +66,26 @@ int dexa__message_put(dexa__ctx *c, dexa__transcript *t, int64_t seq, const char
 /* The session's model client: the settings' name if allowed, else the default. */
 int dexa__session_model(dexa__ctx *c, const dexa_model **out);
 
-/* AgentTurn: {"turn":N,"status":"idle"|"running"|"failed",...} */
-int dexa__turn_set(dexa__ctx *c, int64_t turn, const char *status, const char *error_json);
+/* AgentTurn: the newest turn, its status (idle, running, failed,
+ * cancelled, steered) and mode (chat, planning, executing). */
+typedef struct dexa__turn {
+  int64_t turn;
+  char status[16];
+  char mode[16];
+} dexa__turn;
+
+int dexa__turn_load(dexa__ctx *c, dexa__turn *t);
+int dexa__turn_set(dexa__ctx *c, int64_t turn, const char *status, const char *mode,
+                   const char *error_json);
+/* 1 when turn is the running turn (its mode copied to t when t is not NULL). */
+int dexa__turn_is_running(dexa__ctx *c, int64_t turn, dexa__turn *t, int *rc);
+
+/* DEXA_OK when the session exists, else fails the result with NOT_FOUND. */
+int dexa__require_session(dexa__ctx *c);
+
+/* AgentTurnControl: a steer or stop waiting for the turn's next safe Step
+ * boundary. Returns 1 (action copied, 16 bytes) when turn has one. */
+int dexa__control_pending(dexa__ctx *c, int64_t turn, char *action, int *rc);
 
 /* ---- events (events.c) ---- */
 
@@ -113,8 +131,18 @@ int dexa__step_call_tool(dexa__ctx *c);
 int dexa__step_record_tool_outcome(dexa__ctx *c);
 int dexa__step_resume_turn(dexa__ctx *c);
 int dexa__step_record_turn_failure(dexa__ctx *c);
+int dexa__step_compact_context(dexa__ctx *c);
+int dexa__step_await_decision(dexa__ctx *c); /* approval, question, timer */
+int dexa__step_apply_turn_control(dexa__ctx *c);
 int dexa__rpc_send_message(dexa__ctx *c);
 int dexa__rpc_snapshot(dexa__ctx *c);
+int dexa__rpc_delete_message(dexa__ctx *c);
+int dexa__rpc_steer(dexa__ctx *c);
+int dexa__rpc_cancel_turn(dexa__ctx *c);
+int dexa__rpc_resolve_approval(dexa__ctx *c);
+int dexa__rpc_answer_question(dexa__ctx *c);
+int dexa__rpc_execute_plan(dexa__ctx *c);
+int dexa__rpc_list_agent_messages(dexa__ctx *c);
 
 /* Tool results (tool_results.c): stores the result message of a call at its
  * reserved seq, publishes it to the turn's join channel and emits events. */
@@ -132,14 +160,18 @@ int dexa__tool_result_record(dexa__ctx *c, int64_t turn, int64_t round, int64_t 
 void dexa__tool_results_channel(char *out, size_t n, int64_t turn, int64_t round);
 
 /* Routes a reply's tool calls (tool_routing.c): reserves each result's seq
- * in t, and adds one Step per call to d (CallTool, CallSingleAttemptTool or
- * AwaitToolApproval by effect and policy) plus the ResumeTurn join; a call
- * of an unknown tool gets an error result at once. */
+ * in t, and adds one Step per call to d plus the ResumeTurn join; a call of
+ * an unknown tool gets an error result at once. With cancel every call gets
+ * a cancellation result and nothing is scheduled (the turn was steered or
+ * stopped). */
 int dexa__route_tool_calls(dexa__ctx *c, const dexa_tool_list *tools, const cJSON *calls,
-                           int64_t turn, int64_t round, dexa__transcript *t, dexa__decision *d);
+                           const dexa__turn *turn, int64_t round, dexa__transcript *t,
+                           dexa__decision *d, int cancel);
 
 /* The agent's tools for a model call (tool_catalog.c): built-in tools first,
- * then each source's; a source that fails to list is left out. */
-int dexa__tool_catalog(dexa__ctx *c, dexa_tool_list *list);
+ * then each source's; a source that fails to list is left out. A planning
+ * turn gets write_todos alone. Built-in tools carry DEXA__BUILTIN_SOURCE. */
+#define DEXA__BUILTIN_SOURCE SIZE_MAX
+int dexa__tool_catalog(dexa__ctx *c, dexa_tool_list *list, int planning);
 
 #endif

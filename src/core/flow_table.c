@@ -7,16 +7,28 @@ static const dexa__step_def steps[] = {
   {STEP_START_AGENT_SESSION, dexa__step_start_agent_session},
   {STEP_AWAIT_USER_MESSAGE, dexa__step_await_user_message},
   {STEP_RUN_MODEL, dexa__step_run_model},
+  {STEP_COMPACT_CONTEXT, dexa__step_compact_context},
+  {STEP_AWAIT_TOOL_APPROVAL, dexa__step_await_decision},
   {STEP_CALL_TOOL, dexa__step_call_tool},
   {STEP_CALL_SINGLE_ATTEMPT_TOOL, dexa__step_call_tool},
   {STEP_RECORD_TOOL_OUTCOME, dexa__step_record_tool_outcome},
+  {STEP_AWAIT_QUESTION_ANSWER, dexa__step_await_decision},
+  {STEP_AWAIT_TIMER, dexa__step_await_decision},
   {STEP_RESUME_TURN, dexa__step_resume_turn},
+  {STEP_APPLY_TURN_CONTROL, dexa__step_apply_turn_control},
   {STEP_RECORD_TURN_FAILURE, dexa__step_record_turn_failure},
 };
 
 static const dexa__rpc_def rpcs[] = {
   {RPC_SEND_MESSAGE, dexa__rpc_send_message, 0},
   {RPC_SNAPSHOT, dexa__rpc_snapshot, 1},
+  {RPC_LIST_MESSAGES, dexa__rpc_list_agent_messages, 1},
+  {RPC_DELETE_MESSAGE, dexa__rpc_delete_message, 0},
+  {RPC_STEER, dexa__rpc_steer, 0},
+  {RPC_CANCEL_TURN, dexa__rpc_cancel_turn, 0},
+  {RPC_RESOLVE_APPROVAL, dexa__rpc_resolve_approval, 0},
+  {RPC_ANSWER_QUESTION, dexa__rpc_answer_question, 0},
+  {RPC_EXECUTE_PLAN, dexa__rpc_execute_plan, 0},
 };
 
 const dexa__step_def *dexa__flow_steps(size_t *count) {
@@ -57,15 +69,19 @@ static void bookkeeping(dexa__step_options *o) {
 void dexa__flow_step_options(const dexa_agent *a, const char *step, dexa__step_options *o) {
   memset(o, 0, sizeof *o);
   bookkeeping(o);
-  if (is(step, STEP_AWAIT_USER_MESSAGE) || is(step, STEP_RESUME_TURN)) {
+  if (is(step, STEP_AWAIT_USER_MESSAGE) || is(step, STEP_RESUME_TURN) ||
+      is(step, STEP_AWAIT_TOOL_APPROVAL) || is(step, STEP_AWAIT_QUESTION_ANSWER) ||
+      is(step, STEP_AWAIT_TIMER)) {
     o->has_wait_for = 1;
-  } else if (is(step, STEP_RUN_MODEL)) {
+  } else if (is(step, STEP_RUN_MODEL) || is(step, STEP_COMPACT_CONTEXT)) {
     o->locked = 0;
     o->max_attempts = a->def.run_model_max_attempts;
     o->initial_backoff_ms = 1000;
     o->max_backoff_ms = 60000;
     o->timeout_ms = a->def.run_model_timeout_ms;
-    o->recovery = STEP_RECORD_TURN_FAILURE;
+    /* A compaction that keeps failing gives way: the model call goes on
+     * without it (its input says compacted). */
+    o->recovery = is(step, STEP_RUN_MODEL) ? STEP_RECORD_TURN_FAILURE : STEP_RUN_MODEL;
   } else if (is(step, STEP_CALL_TOOL) || is(step, STEP_CALL_SINGLE_ATTEMPT_TOOL)) {
     o->locked = 0;
     o->max_attempts = is(step, STEP_CALL_TOOL) ? a->def.tool_max_attempts : 1;

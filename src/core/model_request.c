@@ -42,8 +42,19 @@ static void put_tools(dexa__buf *b, const dexa_tool_list *tools) {
   dexa__buf_puts(b, "]}");
 }
 
-int dexa__model_request_build(dexa__ctx *c, const dexa_model *model, int64_t turn, int64_t round,
-                              const dexa_tool_list *tools, dexa_model_request *req) {
+/* Appends ,"name":<attribute JSON or null>. */
+static int put_attr(dexa__ctx *c, dexa__buf *b, const char *name, const char *key) {
+  const char *v;
+  size_t n;
+  int rc = dexa__attr_get(c, key, &v, &n);
+  dexa__buf_printf(b, ",\"%s\":", name);
+  if (rc == DEXA_OK) dexa__buf_append(b, v, n);
+  else dexa__buf_puts(b, "null");
+  return rc == DEXA_E_NOT_FOUND ? DEXA_OK : rc;
+}
+
+int dexa__model_request_build(dexa__ctx *c, const dexa_model *model, const dexa__turn *turn,
+                              int64_t round, const dexa_tool_list *tools, dexa_model_request *req) {
   dexa__buf *b = &req->json;
   dexa__buf_reserve(b, 4096);
   dexa__buf_puts(b, "{\"model\":");
@@ -51,11 +62,17 @@ int dexa__model_request_build(dexa__ctx *c, const dexa_model *model, int64_t tur
   dexa__buf_puts(b, ",\"session_id\":");
   dexa__buf_json_cstr(b, c->call->session_id);
   dexa__buf_printf(b, ",\"turn\":%lld,\"round\":%lld,\"attempt\":%d,\"instructions\":",
-                   (long long)turn, (long long)round, (int)c->call->attempt);
+                   (long long)turn->turn, (long long)round, (int)c->call->attempt);
   dexa__buf_json_cstr(b, c->agent->instructions);
-  dexa__buf_puts(b, ",\"plan_mode\":false,\"messages\":[");
+  dexa__buf_printf(b, ",\"plan_mode\":%s,\"turn_mode\":",
+                   strcmp(turn->mode, "planning") == 0 ? "true" : "false");
+  dexa__buf_json_cstr(b, turn->mode);
+  int rc = put_attr(c, b, "plan", ATTR_PLAN);
+  if (rc == DEXA_OK) rc = put_attr(c, b, "summary", ATTR_CONTEXT_SUMMARY);
+  if (rc != DEXA_OK) return rc;
+  dexa__buf_puts(b, ",\"messages\":[");
   splice s = {req, DEXA_OK};
-  int rc = dexa__attr_scan(c, ATTR_MESSAGES, splice_message, &s);
+  rc = dexa__attr_scan(c, ATTR_MESSAGES, splice_message, &s);
   if (s.rc != DEXA_OK) return s.rc;
   if (rc != DEXA_OK) return rc;
   put_tools(b, tools);

@@ -29,10 +29,14 @@
 #define ATTR_MESSAGE_CHUNKS "AgentMessageChunks/"
 #define ATTR_QUEUED_MESSAGES "QueuedUserMessages/"
 #define ATTR_PLAN "AgentPlan"
+#define ATTR_TURN_CONTROL "AgentTurnControl"
+#define ATTR_PENDING_CALLS "PendingToolCalls/" /* + call id */
+#define ATTR_CONTEXT_SUMMARY "AgentContextSummary"
 
 /* Channels */
 #define CHAN_USER_MESSAGE_SIGNALS "UserMessageSignals"
 #define CHAN_TOOL_RESULTS "ToolResults/" /* + "<turn>-<round>" */
+#define CHAN_TOOL_DECISIONS "ToolDecisions/" /* + call id: approve, reject, answer, cancel */
 
 /* Stream */
 #define STREAM_EVENTS "AgentEvents"
@@ -40,6 +44,19 @@
 /* RPCs */
 #define RPC_SEND_MESSAGE "send_message"
 #define RPC_SNAPSHOT "snapshot"
+#define RPC_DELETE_MESSAGE "delete_message"
+#define RPC_STEER "steer"
+#define RPC_CANCEL_TURN "cancel_turn"
+#define RPC_RESOLVE_APPROVAL "resolve_approval"
+#define RPC_ANSWER_QUESTION "answer_question"
+#define RPC_EXECUTE_PLAN "execute_plan"
+#define RPC_LIST_MESSAGES "list_agent_messages"
+
+/* Built-in tools and the tool source name their calls carry */
+#define TOOL_ASK_USER "ask_user"
+#define TOOL_DURABLE_WAIT "durable_wait"
+#define TOOL_WRITE_TODOS "write_todos"
+#define SOURCE_BUILTIN "builtin"
 
 /* Messages in the snapshot */
 #define SNAPSHOT_MESSAGES 200

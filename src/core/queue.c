@@ -2,29 +2,8 @@
 #include "core/queue.h"
 
 #include <stdio.h>
-
-typedef struct first_entry {
-  dexa__buf *key;
-  dexa__buf *value;
-  int found;
-} first_entry;
-
-static int take_first(void *ctx, const char *key, size_t key_len, const char *value,
-                      size_t value_len) {
-  first_entry *f = ctx;
-  dexa__buf_append(f->key, key, key_len);
-  dexa__buf_append(f->value, value, value_len);
-  f->found = 1;
-  return 1; /* stop: keys sort oldest first */
-}
-
-int dexa__queue_oldest(dexa__ctx *c, dexa__buf *key, dexa__buf *value) {
-  first_entry f = {key, value, 0};
-  int rc = dexa__attr_scan(c, ATTR_QUEUED_MESSAGES, take_first, &f);
-  if (rc != DEXA_OK) return rc;
-  if (key->oom || value->oom) return DEXA_E_NOMEM;
-  return f.found;
-}
+#include <stdlib.h>
+#include <string.h>
 
 int dexa__queue_state_load(dexa__ctx *c, dexa__queue_state *q) {
   cJSON *o;
@@ -44,4 +23,114 @@ int dexa__queue_state_store(dexa__ctx *c, const dexa__queue_state *q) {
   int n = snprintf(text, sizeof text, "{\"next_id\":%lld,\"bytes\":%lld}", (long long)q->next_id,
                    (long long)(q->bytes < 0 ? 0 : q->bytes));
   return dexa__attr_put_raw(c, ATTR_QUEUE_STATE, text, (size_t)n);
+}
+
+static int collect(void *ctx, const char *key, size_t key_len, const char *value,
+                   size_t value_len) {
+  dexa__queue *q = ctx;
+  dexa__queued *p = realloc(q->items, (q->count + 1) * sizeof *p);
+  if (!p) return DEXA_E_NOMEM;
+  q->items = p;
+  dexa__queued *it = &q->items[q->count];
+  snprintf(it->key, sizeof it->key, "%.*s", (int)key_len, key);
+  it->entry = cJSON_ParseWithLength(value, value_len);
+  it->len = value_len;
+  if (!it->entry) return DEXA_E_CORRUPT;
+  q->count++;
+  return 0;
+}
+
+int dexa__queue_load(dexa__ctx *c, dexa__queue *q) {
+  memset(q, 0, sizeof *q);
+  return dexa__attr_scan(c, ATTR_QUEUED_MESSAGES, collect, q);
+}
+
+void dexa__queue_free(dexa__queue *q) {
+  for (size_t i = 0; i < q->count; i++) cJSON_Delete(q->items[i].entry);
+  free(q->items);
+  memset(q, 0, sizeof *q);
+}
+
+int dexa__queue_key(const char *id, char *key) {
+  if (!id || id[0] != 'm' || !id[1] || strlen(id) > 20) return 0;
+  for (const char *p = id + 1; *p; p++)
+    if (*p < '0' || *p > '9') return 0;
+  snprintf(key, 64, ATTR_QUEUED_MESSAGES "%020lld", atoll(id + 1));
+  return 1;
+}
+
+static int check_state_limit(dexa__ctx *c, const dexa__queue_state *q, size_t entry_len) {
+  dexa__transcript t;
+  int rc = dexa__transcript_load(c, &t);
+  if (rc != DEXA_OK) return rc;
+  int64_t total = t.bytes + q->bytes + (int64_t)entry_len;
+  if (total > c->agent->def.max_state_bytes)
+    return dexa__result_failf(c->result, DEXA_E_STATE_LIMIT,
+                              "the session's active state would reach %lld bytes; the limit is %lld",
+                              (long long)total, (long long)c->agent->def.max_state_bytes);
+  return DEXA_OK;
+}
+
+static int queue_effects(dexa__ctx *c, const char *id, const dexa__buf *entry) {
+  char signal[64];
+  int n = snprintf(signal, sizeof signal, "{\"id\":\"%s\"}", id);
+  int rc = dexa__result_add_publish(c->result, CHAN_USER_MESSAGE_SIGNALS,
+                                    strlen(CHAN_USER_MESSAGE_SIGNALS), signal, (size_t)n);
+  dexa__buf e;
+  dexa__event_begin(c, &e, "queue_changed");
+  dexa__buf_puts(&e, ",\"action\":\"added\",\"message\":");
+  dexa__buf_append(&e, entry->data, entry->len);
+  if (rc == DEXA_OK) return dexa__event_end(c, &e);
+  dexa__buf_free(&e);
+  return rc;
+}
+
+int dexa__queue_add(dexa__ctx *c, const char *text, int plan_mode, int64_t execute_revision,
+                    char *id) {
+  dexa__queue_state q;
+  int rc = dexa__queue_state_load(c, &q);
+  if (rc == DEXA_E_NOT_FOUND)
+    return dexa__result_failf(c->result, DEXA_E_NOT_FOUND, "no session \"%.100s\"", c->call->session_id);
+  if (rc != DEXA_OK) return rc;
+  char key[64];
+  snprintf(id, 32, "m%lld", (long long)q.next_id);
+  dexa__queue_key(id, key);
+  dexa__buf entry;
+  dexa__buf_init(&entry);
+  dexa__buf_puts(&entry, "{\"id\":");
+  dexa__buf_json_cstr(&entry, id);
+  dexa__buf_puts(&entry, ",\"text\":");
+  dexa__buf_json_cstr(&entry, text);
+  dexa__buf_printf(&entry, ",\"plan_mode\":%s,\"steered\":false", plan_mode ? "true" : "false");
+  if (execute_revision > 0) dexa__buf_printf(&entry, ",\"execute_plan\":%lld", (long long)execute_revision);
+  dexa__buf_printf(&entry, ",\"at\":%lld}", (long long)c->call->now_ms);
+  rc = entry.oom ? DEXA_E_NOMEM : check_state_limit(c, &q, entry.len);
+  if (rc == DEXA_OK) {
+    q.next_id++;
+    q.bytes += (int64_t)entry.len;
+    rc = dexa__queue_state_store(c, &q);
+  }
+  if (rc == DEXA_OK) rc = dexa__attr_put_raw(c, key, entry.data, entry.len);
+  if (rc == DEXA_OK) rc = queue_effects(c, id, &entry);
+  dexa__buf_free(&entry);
+  return rc;
+}
+
+int dexa__queue_take(dexa__ctx *c, dexa__queued *const *items, size_t n, const char *action) {
+  dexa__queue_state q;
+  int rc = dexa__queue_state_load(c, &q);
+  for (size_t i = 0; i < n && rc == DEXA_OK; i++) {
+    q.bytes -= (int64_t)items[i]->len;
+    rc = dexa__attr_delete(c, items[i]->key);
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(items[i]->entry, "id"));
+    dexa__buf e;
+    dexa__event_begin(c, &e, "queue_changed");
+    dexa__buf_puts(&e, ",\"action\":");
+    dexa__buf_json_cstr(&e, action);
+    dexa__buf_puts(&e, ",\"id\":");
+    dexa__buf_json_cstr(&e, id ? id : "");
+    if (rc == DEXA_OK) rc = dexa__event_end(c, &e);
+    else dexa__buf_free(&e);
+  }
+  return rc == DEXA_OK ? dexa__queue_state_store(c, &q) : rc;
 }

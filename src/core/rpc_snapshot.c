@@ -1,6 +1,8 @@
 /* snapshot: the durable view of a session, the truth a client reconciles
- * with (events are best effort): model, turn, the newest messages, the
- * queue. The runtime adds the resume token of the newest event. */
+ * with (events are best effort): model, turn, plan, the newest 200 messages,
+ * the queue, the calls waiting for approval, an answer or a timer, a pending
+ * steer or stop, and the compaction summary. The runtime adds the resume
+ * token of the newest event. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +97,9 @@ int dexa__rpc_snapshot(dexa__ctx *c) {
   if (rc == DEXA_OK) rc = put_attr(c, &b, "plan", ATTR_PLAN);
   if (rc == DEXA_OK) rc = put_newest(c, &b, "messages", ATTR_MESSAGES, SNAPSHOT_MESSAGES);
   if (rc == DEXA_OK) rc = put_newest(c, &b, "queue", ATTR_QUEUED_MESSAGES, 1000);
+  if (rc == DEXA_OK) rc = put_newest(c, &b, "pending", ATTR_PENDING_CALLS, 1000);
+  if (rc == DEXA_OK) rc = put_attr(c, &b, "control", ATTR_TURN_CONTROL);
+  if (rc == DEXA_OK) rc = put_attr(c, &b, "summary", ATTR_CONTEXT_SUMMARY);
   dexa__buf_putc(&b, '}');
   if (rc == DEXA_OK) rc = b.oom ? DEXA_E_NOMEM : dexa__result_set_response(c->result, b.data, b.len);
   dexa__buf_free(&b);

@@ -59,11 +59,31 @@ int dexa__session_model(dexa__ctx *c, const dexa_model **out) {
   return DEXA_OK;
 }
 
-int dexa__turn_set(dexa__ctx *c, int64_t turn, const char *status, const char *error_json) {
+static void copy_str(char *dst, size_t n, const cJSON *o, const char *name, const char *dflt) {
+  const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
+  snprintf(dst, n, "%s", v ? v : dflt);
+}
+
+int dexa__turn_load(dexa__ctx *c, dexa__turn *t) {
+  cJSON *o;
+  int rc = dexa__attr_get_json(c, ATTR_TURN, &o);
+  if (rc != DEXA_OK) return rc;
+  if (!o) return DEXA_E_NOT_FOUND;
+  t->turn = get_i64(o, "turn", 0);
+  copy_str(t->status, sizeof t->status, o, "status", "idle");
+  copy_str(t->mode, sizeof t->mode, o, "mode", "chat");
+  cJSON_Delete(o);
+  return DEXA_OK;
+}
+
+int dexa__turn_set(dexa__ctx *c, int64_t turn, const char *status, const char *mode,
+                   const char *error_json) {
   dexa__buf b;
   dexa__buf_init(&b);
   dexa__buf_printf(&b, "{\"turn\":%lld,\"status\":", (long long)turn);
   dexa__buf_json_cstr(&b, status);
+  dexa__buf_puts(&b, ",\"mode\":");
+  dexa__buf_json_cstr(&b, mode ? mode : "chat");
   dexa__buf_printf(&b, ",\"since_ms\":%lld", (long long)c->call->now_ms);
   if (error_json) {
     dexa__buf_puts(&b, ",\"error\":");
@@ -72,5 +92,34 @@ int dexa__turn_set(dexa__ctx *c, int64_t turn, const char *status, const char *e
   dexa__buf_putc(&b, '}');
   int rc = b.oom ? DEXA_E_NOMEM : dexa__attr_put_raw(c, ATTR_TURN, b.data, b.len);
   dexa__buf_free(&b);
+  return rc;
+}
+
+int dexa__turn_is_running(dexa__ctx *c, int64_t turn, dexa__turn *out, int *rc) {
+  dexa__turn t;
+  *rc = dexa__turn_load(c, &t);
+  if (*rc == DEXA_E_NOT_FOUND) *rc = DEXA_OK;
+  if (*rc != DEXA_OK) return 0;
+  if (out) *out = t;
+  return t.turn == turn && strcmp(t.status, "running") == 0;
+}
+
+int dexa__control_pending(dexa__ctx *c, int64_t turn, char *action, int *rc) {
+  cJSON *o;
+  *rc = dexa__attr_get_json(c, ATTR_TURN_CONTROL, &o);
+  if (*rc != DEXA_OK || !o) return 0;
+  int match = get_i64(o, "turn", -1) == turn;
+  if (match) copy_str(action, 16, o, "action", "cancel");
+  cJSON_Delete(o);
+  return match;
+}
+
+int dexa__require_session(dexa__ctx *c) {
+  const char *v;
+  size_t n;
+  int rc = dexa__attr_get(c, ATTR_SESSION, &v, &n);
+  if (rc == DEXA_E_NOT_FOUND)
+    return dexa__result_failf(c->result, DEXA_E_NOT_FOUND, "no session \"%.100s\"",
+                              c->call->session_id);
   return rc;
 }

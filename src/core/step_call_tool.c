@@ -1,55 +1,13 @@
 /* CallTool and CallSingleAttemptTool run one tool call; RecordToolOutcome
  * records the result of a call whose Step ran out of attempts or was lost.
  * A single-attempt write is never run again: a lost attempt is recorded as
- * an unknown outcome for the model. */
+ * an unknown outcome for the model. A call whose turn was steered or stopped
+ * before it started gets a cancellation result instead of running. */
 #include <stdio.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "core/tool_call.h"
 #include "tools/tool_source.h"
-
-typedef struct tool_call {
-  int64_t turn, round, seq;
-  const char *call_id;
-  const char *name;
-  const char *source;
-  const char *effect;
-  char *arguments;
-} tool_call;
-
-static int read_call(dexa__ctx *c, tool_call *t) {
-  memset(t, 0, sizeof *t);
-  t->call_id = dexa__input_str(c, "call_id");
-  t->name = dexa__input_str(c, "name");
-  t->source = dexa__input_str(c, "source");
-  t->effect = dexa__input_str(c, "effect");
-  if (dexa__input_i64(c, "turn", &t->turn) != DEXA_OK ||
-      dexa__input_i64(c, "round", &t->round) != DEXA_OK ||
-      dexa__input_i64(c, "seq", &t->seq) != DEXA_OK || !t->call_id || !t->name || !t->source ||
-      !t->effect)
-    return dexa__result_fail(c->result, DEXA_E_INVALID_JSON,
-                             "a tool Step needs turn, round, seq, call_id, name, source, effect");
-  const cJSON *args = cJSON_GetObjectItemCaseSensitive(c->input, "arguments");
-  if (cJSON_IsObject(args)) {
-    t->arguments = cJSON_PrintUnformatted(args);
-  } else {
-    cJSON *empty = cJSON_CreateObject();
-    t->arguments = empty ? cJSON_PrintUnformatted(empty) : NULL;
-    cJSON_Delete(empty);
-  }
-  return DEXA_OK;
-}
-
-static int record(dexa__ctx *c, const tool_call *t, const char *status, const char *output,
-                  size_t output_len, const dexa_tool_output *out) {
-  dexa__tool_result r = {t->call_id, t->name, status, output, output_len, NULL, 0};
-  if (out && out->content.len) {
-    r.content = out->content.data;
-    r.content_len = out->content.len;
-  }
-  int rc = dexa__tool_result_record(c, t->turn, t->round, t->seq, &r);
-  return rc == DEXA_OK ? dexa__result_set_decision(c->result, "{\"next\":[]}", 11) : rc;
-}
 
 static dexa_tool_source *find_source(const dexa_agent *a, const char *name) {
   for (size_t i = 0; i < a->source_count; i++)
@@ -57,7 +15,12 @@ static dexa_tool_source *find_source(const dexa_agent *a, const char *name) {
   return NULL;
 }
 
-static void started_event(dexa__ctx *c, const tool_call *t) {
+static int finish_text(dexa__ctx *c, const dexa__tool_call *t, const char *status,
+                       const char *text) {
+  return dexa__tool_call_finish(c, t, status, text, strlen(text), NULL, 0);
+}
+
+static void started_event(dexa__ctx *c, const dexa__tool_call *t) {
   dexa__buf e;
   dexa__event_begin(c, &e, "tool_call_started");
   dexa__buf_puts(&e, ",\"call_id\":");
@@ -69,7 +32,7 @@ static void started_event(dexa__ctx *c, const tool_call *t) {
   dexa__buf_free(&e);
 }
 
-static int run_tool(dexa__ctx *c, const tool_call *t, dexa_tool_source *s) {
+static int run_tool(dexa__ctx *c, const dexa__tool_call *t, dexa_tool_source *s) {
   char key[512];
   snprintf(key, sizeof key, "%s:%s", c->call->session_id, t->call_id);
   dexa_tool_invocation inv = {t->name, t->call_id, c->call->session_id, key,
@@ -82,39 +45,47 @@ static int run_tool(dexa__ctx *c, const tool_call *t, dexa_tool_source *s) {
                   (dexa_error_class(rc) == DEXA_CLASS_TRANSIENT || rc == DEXA_E_NOMEM);
   if (rc == DEXA_OK && (out.text.oom || out.content.oom)) rc = DEXA_E_NOMEM;
   if (rc == DEXA_OK) {
-    rc = record(c, t, out.is_error ? "error" : "ok", out.text.data, out.text.len, &out);
+    rc = dexa__tool_call_finish(c, t, out.is_error ? "error" : "ok", out.text.data, out.text.len,
+                                out.content.data, out.content.len);
   } else if (retryable) {
     rc = dexa__result_failf(c->result, rc, "tool %s: %s", t->name,
                             out.text.len ? out.text.data : dexa_strerror(rc));
   } else {
     char why[300];
     snprintf(why, sizeof why, "the tool failed: %s", out.text.len ? out.text.data : dexa_strerror(rc));
-    rc = record(c, t, "error", why, strlen(why), NULL);
+    rc = finish_text(c, t, "error", why);
   }
   dexa__tool_output_free(&out);
   return rc;
 }
 
-int dexa__step_call_tool(dexa__ctx *c) {
-  tool_call t;
-  int rc = read_call(c, &t);
+static int call_tool(dexa__ctx *c, const dexa__tool_call *t) {
+  char action[16];
+  int rc;
+  if (dexa__control_pending(c, t->turn, action, &rc))
+    return finish_text(c, t, "cancelled",
+                       "Not run: the turn was steered or stopped before this call started.");
   if (rc != DEXA_OK) return rc;
-  dexa_tool_source *s = find_source(c->agent, t.source);
-  if (!t.arguments) rc = DEXA_E_NOMEM;
-  else if (!s) {
+  dexa_tool_source *s = find_source(c->agent, t->source);
+  if (!s) {
     char why[200];
-    snprintf(why, sizeof why, "tool source \"%.64s\" is not configured on this worker", t.source);
-    rc = record(c, &t, "error", why, strlen(why), NULL);
-  } else {
-    rc = run_tool(c, &t, s);
+    snprintf(why, sizeof why, "tool source \"%.64s\" is not configured on this worker", t->source);
+    return finish_text(c, t, "error", why);
   }
-  cJSON_free(t.arguments);
+  return run_tool(c, t, s);
+}
+
+int dexa__step_call_tool(dexa__ctx *c) {
+  dexa__tool_call t;
+  int rc = dexa__tool_call_read(c, &t);
+  if (rc == DEXA_OK) rc = call_tool(c, &t);
+  dexa__tool_call_free(&t);
   return rc;
 }
 
 int dexa__step_record_tool_outcome(dexa__ctx *c) {
-  tool_call t;
-  int rc = read_call(c, &t);
+  dexa__tool_call t;
+  int rc = dexa__tool_call_read(c, &t);
   if (rc != DEXA_OK) return rc;
   cJSON *err = c->call->recovery_error
                    ? cJSON_ParseWithLength(c->call->recovery_error, c->call->recovery_error_len)
@@ -133,8 +104,8 @@ int dexa__step_record_tool_outcome(dexa__ctx *c) {
     status = "error";
     snprintf(text, sizeof text, "The tool failed after every attempt: %s", why ? why : "unknown error");
   }
-  rc = record(c, &t, status, text, strlen(text), NULL);
+  rc = finish_text(c, &t, status, text);
   cJSON_Delete(err);
-  cJSON_free(t.arguments);
+  dexa__tool_call_free(&t);
   return rc;
 }

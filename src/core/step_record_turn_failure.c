@@ -23,9 +23,13 @@ int dexa__step_record_turn_failure(dexa__ctx *c) {
   int64_t turn;
   if (dexa__input_i64(c, "turn", &turn) != DEXA_OK)
     return dexa__result_fail(c->result, DEXA_E_INVALID_JSON, "RecordTurnFailure needs turn");
+  int rc;
+  dexa__turn t;
+  if (!dexa__turn_is_running(c, turn, &t, &rc))
+    return rc != DEXA_OK ? rc : dexa__result_set_decision(c->result, "{\"next\":[]}", 11);
   char *error = failure_json(c);
   if (!error) return DEXA_E_NOMEM;
-  int rc = dexa__turn_set(c, turn, "failed", error);
+  rc = dexa__turn_set(c, turn, "failed", t.mode, error);
   dexa__buf e;
   dexa__event_begin(c, &e, "turn_failed");
   dexa__buf_printf(&e, ",\"turn\":%lld,\"error\":", (long long)turn);

@@ -1,7 +1,8 @@
 /* ResumeTurn: joins the tool Steps of one model reply. WaitFor waits until
  * the round's channel holds one result per call; Execute counts their bytes
  * into the active state and calls the model again with the recorded results
- * (no tool runs again). */
+ * (no tool runs again), or ends the turn through ApplyTurnControl when it
+ * was steered or stopped. */
 #include <stdio.h>
 #include <string.h>
 
@@ -35,16 +36,21 @@ static int64_t delivered_bytes(const dexa_call *call) {
 }
 
 static int execute(dexa__ctx *c, int64_t turn, int64_t round) {
+  int rc;
+  if (!dexa__turn_is_running(c, turn, NULL, &rc))
+    return rc != DEXA_OK ? rc : dexa__result_set_decision(c->result, "{\"next\":[]}", 11);
   dexa__transcript t;
-  int rc = dexa__transcript_load(c, &t);
+  rc = dexa__transcript_load(c, &t);
   if (rc != DEXA_OK) return rc;
   t.bytes += delivered_bytes(c->call);
   rc = dexa__transcript_store(c, &t);
   if (rc != DEXA_OK) return rc;
-  char input[64];
+  char input[64], action[16];
+  int steered = dexa__control_pending(c, turn, action, &rc);
+  if (rc != DEXA_OK) return rc;
   snprintf(input, sizeof input, "{\"turn\":%lld,\"round\":%lld}", (long long)turn,
            (long long)round + 1);
-  return dexa__decide_next(c, STEP_RUN_MODEL, input);
+  return dexa__decide_next(c, steered ? STEP_APPLY_TURN_CONTROL : STEP_RUN_MODEL, input);
 }
 
 int dexa__step_resume_turn(dexa__ctx *c) {

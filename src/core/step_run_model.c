@@ -2,7 +2,10 @@
  * deltas live, stores every output item verbatim, and routes each tool call
  * to its own Step (in parallel) joined by ResumeTurn; a reply without tool
  * calls ends the turn. A transient failure is retried by the host; after the
- * last attempt, or at once for a permanent failure, RecordTurnFailure runs. */
+ * last attempt, or at once for a permanent failure, RecordTurnFailure runs.
+ * Its start and its end are safe boundaries for a steer or stop
+ * (ApplyTurnControl); when the input nears the context window,
+ * CompactContext runs first. */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,23 +17,17 @@ typedef struct run {
   const dexa_model *model;
   int64_t turn;
   int64_t round;
+  dexa__turn state;
   dexa_tool_list tools;
   dexa_model_request req;
   dexa_model_reply reply;
 } run;
 
-/* 1 when turn is the session's running turn; a RunModel of a turn that was
- * stopped or superseded ends its branch quietly. */
-static int turn_is_running(dexa__ctx *c, int64_t turn, int *rc) {
-  cJSON *t;
-  *rc = dexa__attr_get_json(c, ATTR_TURN, &t);
-  if (*rc != DEXA_OK || !t) return 0;
-  const cJSON *n = cJSON_GetObjectItemCaseSensitive(t, "turn");
-  const char *status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "status"));
-  int running = cJSON_IsNumber(n) && (int64_t)n->valuedouble == turn && status &&
-                strcmp(status, "running") == 0;
-  cJSON_Delete(t);
-  return running;
+static int decide_turn_step(run *r, const char *step) {
+  char input[80];
+  snprintf(input, sizeof input, "{\"turn\":%lld,\"round\":%lld}", (long long)r->turn,
+           (long long)r->round);
+  return dexa__decide_next(r->c, step, input);
 }
 
 static void emit_delta(void *ctx, int kind, const char *text, size_t len) {
@@ -118,7 +115,7 @@ static int store_items(run *r, dexa__transcript *t) {
 }
 
 static int finish_turn(run *r) {
-  int rc = dexa__turn_set(r->c, r->turn, "idle", NULL);
+  int rc = dexa__turn_set(r->c, r->turn, "idle", r->state.mode, NULL);
   dexa__buf e;
   dexa__event_begin(r->c, &e, "turn_finished");
   dexa__buf_printf(&e, ",\"turn\":%lld", (long long)r->turn);
@@ -147,32 +144,54 @@ static cJSON *reply_calls(const dexa_model_reply *reply) {
   return calls;
 }
 
+/* Stores the reply; a steer or stop that came in meanwhile cancels its
+ * calls (none has started) and ends the turn through ApplyTurnControl. */
 static int record_reply(run *r) {
   dexa__transcript t;
+  char action[16];
   int rc = dexa__transcript_load(r->c, &t);
   if (rc == DEXA_OK) rc = store_items(r, &t);
   if (rc != DEXA_OK) return rc;
-  if (r->reply.tool_call_count == 0) {
-    rc = dexa__transcript_store(r->c, &t);
-    return rc == DEXA_OK ? finish_turn(r) : rc;
-  }
-  cJSON *calls = reply_calls(&r->reply);
-  if (!calls) return DEXA_E_NOMEM;
+  int control = dexa__control_pending(r->c, r->turn, action, &rc);
+  if (rc != DEXA_OK) return rc;
+  cJSON *calls = r->reply.tool_call_count ? reply_calls(&r->reply) : NULL;
+  if (r->reply.tool_call_count && !calls) return DEXA_E_NOMEM;
   dexa__decision d;
   dexa__decision_init(&d);
-  rc = dexa__route_tool_calls(r->c, &r->tools, calls, r->turn, r->round, &t, &d);
+  if (calls)
+    rc = dexa__route_tool_calls(r->c, &r->tools, calls, &r->state, r->round, &t, &d, control);
   cJSON_Delete(calls);
   if (rc == DEXA_OK) rc = dexa__transcript_store(r->c, &t);
+  if (rc == DEXA_OK && (control || !calls)) {
+    dexa__buf_free(&d.b);
+    return control ? decide_turn_step(r, STEP_APPLY_TURN_CONTROL) : finish_turn(r);
+  }
   if (rc == DEXA_OK) return dexa__decision_commit(r->c, &d);
   dexa__buf_free(&d.b);
   return rc;
 }
 
+/* 1 when the request nears the context window and compaction may help. */
+static int needs_compaction(run *r) {
+  const dexa_agent_def *def = &r->c->agent->def;
+  if (def->context_window_tokens <= 0 || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r->c->input, "compacted")))
+    return 0;
+  int64_t tokens = (int64_t)(r->req.json.len / 4);
+  return tokens * 100 >= def->context_window_tokens * def->compaction_threshold_pct;
+}
+
 static int call_model(run *r) {
-  int rc = dexa__tool_catalog(r->c, &r->tools);
+  int planning = strcmp(r->state.mode, "planning") == 0;
+  int rc = dexa__tool_catalog(r->c, &r->tools, planning);
   if (rc == DEXA_OK)
-    rc = dexa__model_request_build(r->c, r->model, r->turn, r->round, &r->tools, &r->req);
+    rc = dexa__model_request_build(r->c, r->model, &r->state, r->round, &r->tools, &r->req);
   if (rc != DEXA_OK) return rc;
+  if (needs_compaction(r)) {
+    char input[96];
+    snprintf(input, sizeof input, "{\"turn\":%lld,\"round\":%lld,\"compacted\":true}",
+             (long long)r->turn, (long long)r->round);
+    return dexa__decide_next(r->c, STEP_COMPACT_CONTEXT, input);
+  }
   r->req.emit = emit_delta;
   r->req.emit_ctx = r;
   rc = r->model->vt.generate(r->model->user_data, &r->req, &r->reply);
@@ -193,8 +212,11 @@ int dexa__step_run_model(dexa__ctx *c) {
       dexa__input_i64(c, "round", &r.round) != DEXA_OK)
     return dexa__result_fail(c->result, DEXA_E_INVALID_JSON, "RunModel needs turn and round");
   int rc;
-  if (!turn_is_running(c, r.turn, &rc))
+  if (!dexa__turn_is_running(c, r.turn, &r.state, &rc))
     return rc != DEXA_OK ? rc : dexa__result_set_decision(c->result, "{\"next\":[]}", 11);
+  char action[16];
+  if (dexa__control_pending(c, r.turn, action, &rc)) return decide_turn_step(&r, STEP_APPLY_TURN_CONTROL);
+  if (rc != DEXA_OK) return rc;
   rc = dexa__session_model(c, &r.model);
   if (rc != DEXA_OK) return rc;
   dexa__tool_list_init(&r.tools);

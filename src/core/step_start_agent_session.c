@@ -24,7 +24,7 @@ static int write_initial_state(dexa__ctx *c, const char *model) {
   dexa__buf_free(&b);
   dexa__transcript t = {1, 1, 0, 0};
   if (rc == DEXA_OK) rc = dexa__transcript_store(c, &t);
-  if (rc == DEXA_OK) rc = dexa__turn_set(c, 0, "idle", NULL);
+  if (rc == DEXA_OK) rc = dexa__turn_set(c, 0, "idle", "chat", NULL);
   if (rc == DEXA_OK) rc = dexa__attr_put_raw(c, ATTR_QUEUE_STATE, "{\"next_id\":1,\"bytes\":0}", 23);
   return rc;
 }

@@ -1,48 +1,173 @@
 /* Tool routing: every call of a reply becomes its own Step, chosen by the
- * tool's effect and approval policy, and ResumeTurn joins them. */
+ * tool and its effect and approval policy; ResumeTurn joins them.
+ *   READ, IDEMPOTENT_WRITE      -> CallTool (retried)
+ *   WRITE                       -> CallSingleAttemptTool (one attempt)
+ *   approval required           -> AwaitToolApproval first
+ *   ask_user                    -> AwaitQuestionAnswer
+ *   durable_wait                -> AwaitTimer
+ *   write_todos                 -> applied at once (pure state)
+ * Calls that wait for a person or a timer are listed in PendingToolCalls so
+ * RPCs can check a decision against exactly what is pending. */
 #include <stdio.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "core/plan.h"
 #include "tools/tool_source.h"
 
-static const char *step_for(const dexa__tool_def *def) {
-  if (def->approval == DEXA_APPROVAL_REQUIRED) return STEP_AWAIT_TOOL_APPROVAL;
-  return def->effect == DEXA_TOOL_WRITE ? STEP_CALL_SINGLE_ATTEMPT_TOOL : STEP_CALL_TOOL;
+#define MAX_WAIT_SECONDS (30LL * 24 * 3600)
+
+typedef struct route {
+  dexa__ctx *c;
+  const dexa_tool_list *tools;
+  const cJSON *calls;
+  const dexa__turn *turn;
+  int64_t round;
+  dexa__decision *d;
+  int todos_written;
+} route;
+
+typedef struct call_view {
+  const char *id;
+  const char *name;
+  const cJSON *args;
+  char *args_text;
+  int64_t seq;
+} call_view;
+
+static int immediate(route *r, const call_view *v, const char *status, const char *text) {
+  dexa__tool_result res = {v->id, v->name, status, text, strlen(text), NULL, 0};
+  return dexa__tool_result_record(r->c, r->turn->turn, r->round, v->seq, &res);
+}
+
+static const char *source_name(const dexa_agent *a, const dexa__tool_def *def) {
+  return def->source == DEXA__BUILTIN_SOURCE ? SOURCE_BUILTIN : a->sources[def->source]->name;
 }
 
 /* The input every Step of a call gets: enough to run it and record its
  * result without reading the history. */
-static void call_input(dexa__buf *b, const dexa_agent *a, const dexa__tool_def *def,
-                       const char *call_id, const char *args, int64_t turn, int64_t round,
-                       int64_t seq) {
-  dexa__buf_printf(b, "{\"turn\":%lld,\"round\":%lld,\"seq\":%lld,\"call_id\":", (long long)turn,
-                   (long long)round, (long long)seq);
-  dexa__buf_json_cstr(b, call_id);
+static void call_input(route *r, dexa__buf *b, const dexa__tool_def *def, const call_view *v,
+                       const char *extra) {
+  dexa__buf_printf(b, "{\"turn\":%lld,\"round\":%lld,\"seq\":%lld,\"call_id\":",
+                   (long long)r->turn->turn, (long long)r->round, (long long)v->seq);
+  dexa__buf_json_cstr(b, v->id);
   dexa__buf_puts(b, ",\"name\":");
   dexa__buf_json_cstr(b, def->name);
   dexa__buf_puts(b, ",\"source\":");
-  dexa__buf_json_cstr(b, a->sources[def->source]->name);
+  dexa__buf_json_cstr(b, source_name(r->c->agent, def));
   dexa__buf_puts(b, ",\"effect\":");
   dexa__buf_json_cstr(b, dexa__tool_effect_name(def->effect));
   dexa__buf_puts(b, ",\"arguments\":");
-  dexa__buf_puts(b, args);
+  dexa__buf_puts(b, v->args_text);
+  if (extra) dexa__buf_puts(b, extra);
   dexa__buf_putc(b, '}');
 }
 
-static int proposed_event(dexa__ctx *c, const char *call_id, const char *name, const char *args,
-                          const char *step) {
+static int event_for(route *r, const char *type, const call_view *v, const char *extra) {
   dexa__buf e;
-  dexa__event_begin(c, &e, "tool_call_proposed");
-  dexa__buf_puts(&e, ",\"call_id\":");
-  dexa__buf_json_cstr(&e, call_id);
+  dexa__event_begin(r->c, &e, type);
+  dexa__buf_printf(&e, ",\"turn\":%lld,\"call_id\":", (long long)r->turn->turn);
+  dexa__buf_json_cstr(&e, v->id);
   dexa__buf_puts(&e, ",\"name\":");
-  dexa__buf_json_cstr(&e, name);
+  dexa__buf_json_cstr(&e, v->name);
   dexa__buf_puts(&e, ",\"arguments\":");
-  dexa__buf_puts(&e, args);
-  dexa__buf_puts(&e, ",\"step\":");
-  dexa__buf_json_cstr(&e, step);
-  return dexa__event_end(c, &e);
+  dexa__buf_puts(&e, v->args_text);
+  if (extra) dexa__buf_puts(&e, extra);
+  return dexa__event_end(r->c, &e);
+}
+
+/* Records a call that waits (approval, question, timer) in PendingToolCalls
+ * and schedules its waiting Step. extra: more JSON members for both. */
+static int add_waiting(route *r, const dexa__tool_def *def, const call_view *v, const char *kind,
+                       const char *step, const char *extra, const char *event) {
+  dexa__buf more, in;
+  dexa__buf_init(&more);
+  dexa__buf_init(&in);
+  dexa__buf_puts(&more, ",\"kind\":");
+  dexa__buf_json_cstr(&more, kind);
+  dexa__buf_printf(&more, ",\"at\":%lld", (long long)r->c->call->now_ms);
+  if (extra) dexa__buf_puts(&more, extra);
+  call_input(r, &in, def, v, more.data);
+  char key[320];
+  snprintf(key, sizeof key, ATTR_PENDING_CALLS "%s", v->id);
+  int rc = in.oom ? DEXA_E_NOMEM : dexa__attr_put_raw(r->c, key, in.data, in.len);
+  dexa__decision_next(r->d, step, in.data, in.len);
+  if (rc == DEXA_OK) rc = event_for(r, event, v, more.data);
+  dexa__buf_free(&more);
+  dexa__buf_free(&in);
+  return rc;
+}
+
+static int route_question(route *r, const dexa__tool_def *def, const call_view *v) {
+  const char *prompt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v->args, "prompt"));
+  const cJSON *choices = cJSON_GetObjectItemCaseSensitive(v->args, "choices");
+  if (!prompt || !*prompt) return immediate(r, v, "error", "ask_user needs a non-empty prompt");
+  int n = choices ? cJSON_GetArraySize(choices) : 0;
+  if (choices && (!cJSON_IsArray(choices) || n < 2 || n > 8))
+    return immediate(r, v, "error", "ask_user choices must be 2 to 8 strings");
+  for (int i = 0; i < n; i++) {
+    const char *a = cJSON_GetStringValue(cJSON_GetArrayItem(choices, i));
+    if (!a || !*a) return immediate(r, v, "error", "ask_user choices must be non-empty strings");
+    for (int j = 0; j < i; j++)
+      if (!strcmp(a, cJSON_GetArrayItem(choices, j)->valuestring))
+        return immediate(r, v, "error", "ask_user choices must be unique");
+  }
+  dexa__buf extra;
+  dexa__buf_init(&extra);
+  dexa__buf_puts(&extra, ",\"prompt\":");
+  dexa__buf_json_cstr(&extra, prompt);
+  if (choices) {
+    char *cj = cJSON_PrintUnformatted(choices);
+    dexa__buf_puts(&extra, ",\"choices\":");
+    dexa__buf_puts(&extra, cj ? cj : "[]");
+    cJSON_free(cj);
+  }
+  int rc = extra.oom ? DEXA_E_NOMEM
+                     : add_waiting(r, def, v, "question", STEP_AWAIT_QUESTION_ANSWER, extra.data,
+                                   "question_asked");
+  dexa__buf_free(&extra);
+  return rc;
+}
+
+static int route_timer(route *r, const dexa__tool_def *def, const call_view *v) {
+  const cJSON *secs = cJSON_GetObjectItemCaseSensitive(v->args, "seconds");
+  const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v->args, "reason"));
+  if (!cJSON_IsNumber(secs) || secs->valuedouble < 1 || secs->valuedouble > MAX_WAIT_SECONDS)
+    return immediate(r, v, "error", "durable_wait needs seconds: 1 to 2592000");
+  int64_t s = (int64_t)secs->valuedouble;
+  dexa__buf extra;
+  dexa__buf_init(&extra);
+  dexa__buf_printf(&extra, ",\"seconds\":%lld,\"fires_at_ms\":%lld,\"reason\":", (long long)s,
+                   (long long)(r->c->call->now_ms + s * 1000));
+  dexa__buf_json_cstr(&extra, reason ? reason : "");
+  int rc = extra.oom ? DEXA_E_NOMEM
+                     : add_waiting(r, def, v, "timer", STEP_AWAIT_TIMER, extra.data, "timer_set");
+  dexa__buf_free(&extra);
+  return rc;
+}
+
+static int route_todos(route *r, const call_view *v) {
+  if (r->todos_written++)
+    return immediate(r, v, "error", "write_todos may be called once per reply");
+  char why[200], text[120];
+  int64_t revision;
+  int rc = dexa__plan_write(r->c, v->args, r->turn, why, sizeof why, &revision);
+  if (rc == DEXA_E_INVALID_ARG) return immediate(r, v, "error", why);
+  if (rc != DEXA_OK) return rc;
+  snprintf(text, sizeof text, "The plan is now revision %lld.", (long long)revision);
+  return immediate(r, v, "ok", text);
+}
+
+static int route_tool(route *r, const dexa__tool_def *def, const call_view *v) {
+  if (def->approval == DEXA_APPROVAL_REQUIRED)
+    return add_waiting(r, def, v, "approval", STEP_AWAIT_TOOL_APPROVAL, NULL,
+                       "tool_call_awaiting_approval");
+  const char *step = def->effect == DEXA_TOOL_WRITE ? STEP_CALL_SINGLE_ATTEMPT_TOOL : STEP_CALL_TOOL;
+  dexa__buf in;
+  dexa__buf_init(&in);
+  call_input(r, &in, def, v, NULL);
+  dexa__decision_next(r->d, step, in.data, in.len);
+  dexa__buf_free(&in);
+  return r->d->b.oom ? DEXA_E_NOMEM : DEXA_OK;
 }
 
 static int seen_before(const cJSON *calls, const cJSON *upto, const char *call_id) {
@@ -53,49 +178,46 @@ static int seen_before(const cJSON *calls, const cJSON *upto, const char *call_i
   return 0;
 }
 
-static int reject_call(dexa__ctx *c, const char *call_id, const char *name, const char *why,
-                       int64_t turn, int64_t round, int64_t seq) {
-  dexa__tool_result r = {call_id, name, "error", why, strlen(why), NULL, 0};
-  return dexa__tool_result_record(c, turn, round, seq, &r);
-}
-
-static int route_one(dexa__ctx *c, const dexa_tool_list *tools, const cJSON *calls,
-                     const cJSON *call, int64_t turn, int64_t round, int64_t seq,
-                     dexa__decision *d) {
-  const char *call_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call, "call_id"));
-  const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call, "name"));
-  if (!call_id || !name) return DEXA_E_INTERNAL;
-  if (seen_before(calls, call, call_id))
-    return reject_call(c, call_id, name, "the model repeated a call id in one reply", turn, round, seq);
-  const dexa__tool_def *def = dexa__tool_list_find(tools, name, strlen(name));
+static int route_call(route *r, const cJSON *call, call_view *v) {
+  if (seen_before(r->calls, call, v->id))
+    return immediate(r, v, "error", "the model repeated a call id in one reply");
+  const dexa__tool_def *def = dexa__tool_list_find(r->tools, v->name, strlen(v->name));
   if (!def) {
-    char why[160];
-    snprintf(why, sizeof why, "unknown tool \"%.64s\": it is not offered to this session", name);
-    return reject_call(c, call_id, name, why, turn, round, seq);
+    char why[200];
+    snprintf(why, sizeof why, "%s \"%.64s\": it is not offered to this session%s",
+             "unknown tool", v->name,
+             strcmp(r->turn->mode, "planning") == 0 ? " (a planning turn may call write_todos only)" : "");
+    return immediate(r, v, "error", why);
   }
-  char *args = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(call, "arguments"));
-  if (!args) return DEXA_E_NOMEM;
-  const char *step = step_for(def);
-  dexa__buf in;
-  dexa__buf_init(&in);
-  call_input(&in, c->agent, def, call_id, args, turn, round, seq);
-  dexa__decision_next(d, step, in.data, in.len);
-  int rc = in.oom ? DEXA_E_NOMEM : proposed_event(c, call_id, name, args, step);
-  dexa__buf_free(&in);
-  cJSON_free(args);
-  return rc;
+  int rc = event_for(r, "tool_call_proposed", v, NULL);
+  if (rc != DEXA_OK) return rc;
+  if (def->source != DEXA__BUILTIN_SOURCE) return route_tool(r, def, v);
+  if (!strcmp(def->name, TOOL_ASK_USER)) return route_question(r, def, v);
+  if (!strcmp(def->name, TOOL_DURABLE_WAIT)) return route_timer(r, def, v);
+  return route_todos(r, v);
 }
 
 int dexa__route_tool_calls(dexa__ctx *c, const dexa_tool_list *tools, const cJSON *calls,
-                           int64_t turn, int64_t round, dexa__transcript *t, dexa__decision *d) {
-  int n = 0;
-  for (const cJSON *call = calls->child; call; call = call->next, n++) {
-    int rc = route_one(c, tools, calls, call, turn, round, t->next_seq++, d);
-    if (rc != DEXA_OK) return rc;
+                           const dexa__turn *turn, int64_t round, dexa__transcript *t,
+                           dexa__decision *d, int cancel) {
+  route r = {c, tools, calls, turn, round, d, 0};
+  int n = 0, rc = DEXA_OK;
+  for (const cJSON *call = calls->child; call && rc == DEXA_OK; call = call->next, n++) {
+    call_view v = {cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call, "call_id")),
+                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call, "name")),
+                   cJSON_GetObjectItemCaseSensitive(call, "arguments"), NULL, t->next_seq++};
+    if (!v.id || !v.name) return DEXA_E_INTERNAL;
+    v.args_text = cJSON_PrintUnformatted(v.args);
+    if (!v.args_text) return DEXA_E_NOMEM;
+    rc = cancel ? immediate(&r, &v, "cancelled",
+                            "Not run: the turn was steered or stopped before this call started.")
+                : route_call(&r, call, &v);
+    cJSON_free(v.args_text);
   }
+  if (rc != DEXA_OK || cancel) return rc;
   char join[96];
-  snprintf(join, sizeof join, "{\"turn\":%lld,\"round\":%lld,\"calls\":%d}", (long long)turn,
-           (long long)round, n);
+  snprintf(join, sizeof join, "{\"turn\":%lld,\"round\":%lld,\"calls\":%d}",
+           (long long)turn->turn, (long long)round, n);
   dexa__decision_next(d, STEP_RESUME_TURN, join, strlen(join));
   return d->b.oom ? DEXA_E_NOMEM : DEXA_OK;
 }
