@@ -11,6 +11,8 @@
 #ifndef TEST_RUNTIME_FAKE_H
 #define TEST_RUNTIME_FAKE_H
 
+#pragma GCC diagnostic ignored "-Wunused-function"
+
 #include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdio.h>
