@@ -1,9 +1,16 @@
 /* The demo model ("mock/dex", "mock/dex-mini"): no credential, replies
- * computed from the last message so every session feature can be tried:
- *   plain text        echoed back, streamed in several deltas
- *   /model            answers the session's model name
- *   /fail N           fails while the RunModel attempt is <= N (retry tests)
- *   /tool NAME {json} calls any tool (one call per /tool line, in parallel)
+ * computed from the request so every session feature can be tried:
+ *   plain text                 echoed back, streamed in several deltas
+ *   /model                     answers the session's model name
+ *   /fail N                    fails while the RunModel attempt is <= N
+ *   /tool NAME {json}          calls any tool (one call per line, in parallel)
+ *   /ask PROMPT                ask_user with a text answer
+ *   /choose PROMPT | A | B     ask_user with 2 to 8 choices
+ *   /wait SECONDS REASON       durable_wait
+ *   /plan-clear                write_todos with no tasks (clears the plan)
+ *   a planning turn            drafts a 2-task plan with write_todos
+ *   an executing turn          completes one task per model call
+ *   compaction                 a deterministic summary of the messages
  * After tool results it answers with a summary of them. Stateless: the same
  * request always gets the same reply, in any process. */
 #include <cjson/cJSON.h>
@@ -113,9 +120,145 @@ static int fail_command(demo_call *d, const char *text) {
   return answer(d, msg);
 }
 
+/* Calls one tool with args (a cJSON object, consumed). */
+static int call_tool(demo_call *d, const char *name, cJSON *args) {
+  char *a = cJSON_PrintUnformatted(args);
+  cJSON_Delete(args);
+  if (!a) return DEXA_E_NOMEM;
+  dexa__buf line;
+  dexa__buf_init(&line);
+  dexa__buf_printf(&line, "/tool %s %s", name, a);
+  cJSON_free(a);
+  int rc = DEXA_E_NOMEM;
+  if (!line.oom && !tool_line(d, line.data, line.len, 1, &rc)) rc = DEXA_E_INTERNAL;
+  dexa__buf_free(&line);
+  return rc;
+}
+
+static char *trimmed(const char *s) {
+  while (*s == ' ') s++;
+  size_t n = strlen(s);
+  while (n && (s[n - 1] == ' ' || s[n - 1] == '\n')) n--;
+  return strndup(s, n);
+}
+
+/* /choose PROMPT | A | B ... */
+static int choose_command(demo_call *d, const char *text) {
+  cJSON *args = cJSON_CreateObject(), *choices = cJSON_CreateArray();
+  char *copy = strdup(text + 7), *save = NULL;
+  int i = 0;
+  for (char *part = strtok_r(copy, "|", &save); part; part = strtok_r(NULL, "|", &save), i++) {
+    char *t = trimmed(part);
+    if (i == 0) cJSON_AddStringToObject(args, "prompt", t);
+    else cJSON_AddItemToArray(choices, cJSON_CreateString(t));
+    free(t);
+  }
+  free(copy);
+  cJSON_AddItemToObject(args, "choices", choices);
+  return call_tool(d, "ask_user", args);
+}
+
+static int wait_command(demo_call *d, const char *text) {
+  char *end;
+  long seconds = strtol(text + 6, &end, 10);
+  char *reason = trimmed(end);
+  cJSON *args = cJSON_CreateObject();
+  cJSON_AddNumberToObject(args, "seconds", (double)seconds);
+  cJSON_AddStringToObject(args, "reason", reason);
+  free(reason);
+  return call_tool(d, "durable_wait", args);
+}
+
+static cJSON *todo(const char *content, const char *status) {
+  cJSON *t = cJSON_CreateObject();
+  cJSON_AddStringToObject(t, "content", content);
+  cJSON_AddStringToObject(t, "status", status);
+  return t;
+}
+
+/* A planning turn: draft two tasks, then say so. */
+static int plan_draft(demo_call *d, const char *role, const char *text) {
+  if (strcmp(role, "user") != 0) return answer(d, "I drafted a plan with 2 tasks. Review it, then execute it.");
+  char a[300], b[300];
+  snprintf(a, sizeof a, "Look into: %.200s", text);
+  snprintf(b, sizeof b, "Report on: %.200s", text);
+  cJSON *args = cJSON_CreateObject(), *todos = cJSON_AddArrayToObject(args, "todos");
+  cJSON_AddItemToArray(todos, todo(a, "pending"));
+  cJSON_AddItemToArray(todos, todo(b, "pending"));
+  return call_tool(d, "write_todos", args);
+}
+
+/* An executing turn: complete the first unfinished task per model call. */
+static int plan_step(demo_call *d) {
+  const cJSON *plan = cJSON_GetObjectItemCaseSensitive(d->request_head, "plan");
+  cJSON *todos = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(plan, "todos"), 1);
+  cJSON *t, *next = NULL;
+  int total = 0;
+  cJSON_ArrayForEach(t, todos) {
+    total++;
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "status"));
+    if (!next && st && strcmp(st, "completed") != 0) next = t;
+  }
+  if (!next) {
+    cJSON_Delete(todos);
+    char msg[96];
+    snprintf(msg, sizeof msg, "Plan complete: all %d tasks are done.", total);
+    return answer(d, msg);
+  }
+  cJSON_ReplaceItemInObjectCaseSensitive(next, "status", cJSON_CreateString("completed"));
+  cJSON *args = cJSON_CreateObject();
+  cJSON_AddItemToObject(args, "todos", todos);
+  return call_tool(d, "write_todos", args);
+}
+
+/* A compaction request: a deterministic summary of what it covers. */
+static int summarize(demo_call *d) {
+  size_t count = dexa_model_request_message_count(d->req), users = 0, tools = 0;
+  char last_user[160] = "";
+  for (size_t i = 0; i < count; i++) {
+    const char *m;
+    size_t n;
+    dexa_model_request_message_at(d->req, i, &m, &n);
+    cJSON *msg = cJSON_ParseWithLength(m, n);
+    const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "role"));
+    const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg, "text"));
+    if (role && !strcmp(role, "user")) {
+      users++;
+      snprintf(last_user, sizeof last_user, "%.150s", text ? text : "");
+    }
+    if (role && !strcmp(role, "tool")) tools++;
+    cJSON_Delete(msg);
+  }
+  const cJSON *prev = cJSON_GetObjectItemCaseSensitive(d->request_head, "summary");
+  const cJSON *through = cJSON_GetObjectItemCaseSensitive(prev, "through_seq");
+  char msg[600];
+  snprintf(msg, sizeof msg,
+           "Summary of %zu messages (%zu from the user, %zu tool results)%s%lld. "
+           "Last user message: \"%s\".",
+           count, users, tools, cJSON_IsNumber(through) ? ", after the summary through message " : "",
+           cJSON_IsNumber(through) ? (long long)through->valuedouble : 0LL, last_user);
+  if (!cJSON_IsNumber(through)) {
+    char *p = strstr(msg, "0. Last");
+    if (p) memmove(p, p + 1, strlen(p));
+  }
+  return answer(d, msg);
+}
+
 static int reply_to_user(demo_call *d, const char *text) {
   if (strcmp(text, "/model") == 0) return answer(d, head_str(d, "model"));
   if (strncmp(text, "/fail ", 6) == 0) return fail_command(d, text);
+  if (strncmp(text, "/ask ", 5) == 0) {
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "prompt", text + 5);
+    return call_tool(d, "ask_user", args);
+  }
+  if (strncmp(text, "/choose ", 8) == 0) return choose_command(d, text);
+  if (strncmp(text, "/wait ", 6) == 0) return wait_command(d, text);
+  if (strcmp(text, "/plan-clear") == 0) {
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddArrayToObject(args, "todos");
+    return call_tool(d, "write_todos", args);
+  }
   int rc;
   if (tool_calls(d, text, &rc) > 0 || rc != DEXA_OK) return rc;
   if (strncmp(text, "/tool", 5) == 0)
@@ -186,8 +329,12 @@ static int demo_generate(void *user_data, const dexa_model_request *req, dexa_mo
   }
   const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d.last, "role"));
   const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d.last, "text"));
+  const char *mode = head_str(&d, "turn_mode");
   if (!d.request_head) rc = DEXA_E_NOMEM;
+  else if (!strcmp(head_str(&d, "purpose"), "compaction")) rc = summarize(&d);
   else if (!role) rc = answer(&d, "Hello! Send a message to start.");
+  else if (!strcmp(mode, "planning")) rc = plan_draft(&d, role, text ? text : "");
+  else if (!strcmp(mode, "executing")) rc = plan_step(&d);
   else if (strcmp(role, "tool") == 0) rc = reply_to_results(&d);
   else if (strcmp(role, "user") == 0) rc = reply_to_user(&d, text ? text : "");
   else rc = answer(&d, "Done.");

@@ -471,9 +471,11 @@ static int run_one(memhost *h, int i) {
   return 1;
 }
 
-int memhost_run(memhost *h) {
+int memhost_run(memhost *h) { return memhost_run_steps(h, 100000); }
+
+int memhost_run_steps(memhost *h, int max) {
   int ran = 0;
-  for (int guard = 0; guard < 10000; guard++) {
+  for (int guard = 0; guard < max; guard++) {
     int found = -1;
     for (int i = 0; i < h->nsteps && found < 0; i++) {
       step *s = &h->steps[i];

@@ -18,6 +18,8 @@ int memhost_start(memhost *h, const char *settings_json);
 int memhost_rpc(memhost *h, const char *name, const char *input_json, char **response);
 /* Runs every ready Step method until nothing is ready; returns how many ran. */
 int memhost_run(memhost *h);
+/* Runs at most max ready Step methods. */
+int memhost_run_steps(memhost *h, int max);
 /* Lost results: the next `count` methods of Step `step` run (their tools and
  * models are called) but their results are dropped, as when a worker dies
  * after the work and before the commit. */
