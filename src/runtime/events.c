@@ -121,7 +121,7 @@ static int collect(dexa_runtime *rt, dexa__store_conn *c, const char *sid, int64
   if (rc != DEXA_OK) return rc;
   collect_deltas(rt, sid, seq, n, out);
   if (out->oom) return DEXA_E_NOMEM;
-  qsort(out->v, out->count, sizeof *out->v, pos_cmp);
+  if (out->count > 1) qsort(out->v, out->count, sizeof *out->v, pos_cmp);
   while (out->count > (size_t)max) free(out->v[--out->count].json);
   return DEXA_OK;
 }

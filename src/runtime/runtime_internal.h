@@ -285,8 +285,11 @@ int dexa__task_finish(dexa_runtime *rt, dexa_task *task, const dexa_result *res,
 /* Claims a task, waiting up to timeout_ms; worker polls return early
  * (DEXA_E_TIMEOUT) once the runtime is stopping. */
 int dexa__poll(dexa_runtime *rt, dexa_task **out, int64_t timeout_ms, int for_worker);
-/* Dispatches a claimed task on this thread and completes it. */
-int dexa__task_run(dexa_runtime *rt, dexa_task *t);
+/* Dispatches a claimed task on this thread and completes it; with next not
+ * NULL the same operation claims the next task into *next (may be NULL). */
+int dexa__task_run(dexa_runtime *rt, dexa_task *t, dexa_task **next);
+int dexa__task_finish_next(dexa_runtime *rt, dexa_task *task, const dexa_result *res,
+                           int rc_dispatch, dexa_task **next);
 /* One claim attempt; *task may be NULL. */
 int dexa__claim_once(dexa_runtime *rt, dexa_task **task, int32_t *ran);
 

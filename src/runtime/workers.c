@@ -6,14 +6,19 @@
 
 static void *worker_main(void *arg) {
   dexa_runtime *rt = arg;
+  dexa_task *t = NULL;
   for (;;) {
-    dexa_task *t = NULL;
-    int rc = dexa__poll(rt, &t, 500, 1);
+    int rc = DEXA_OK;
+    if (!t) rc = dexa__poll(rt, &t, 500, 1);
     pthread_mutex_lock(&rt->mu);
     int stop = rt->stopping;
     pthread_mutex_unlock(&rt->mu);
-    if (t) dexa__task_run(rt, t); /* a claimed task is finished even when stopping */
-    if (stop) break;
+    /* A claimed task is finished even when stopping; no new one is taken. */
+    if (t) dexa__task_run(rt, t, stop ? NULL : &t);
+    if (stop) {
+      if (t) dexa__task_run(rt, t, NULL);
+      break;
+    }
     if (rc != DEXA_OK && rc != DEXA_E_TIMEOUT) {
       /* Store trouble (busy, I/O): back off briefly instead of spinning. */
       pthread_mutex_lock(&rt->mu);

@@ -228,7 +228,7 @@ static void test_channel_fifo_and_max_absent_takes_all(void) {
   CHECK(rt);
   CHECK_EQ_INT(start_with(rt, "s", "{}"), DEXA_OK);
   for (int i = 1; i <= 4; i++) {
-    char v[8];
+    char v[16];
     snprintf(v, sizeof v, "%d", i);
     CHECK_EQ_INT(fake_pub(rt, "s", "Q", v), DEXA_OK);
   }
