@@ -1,0 +1,645 @@
+/* Benchmark W1: S sessions x T turns on the embedded runtime (SQLite).
+ *
+ *   turns [-s S] [-t T] [-w WORKERS] [-y full|normal] [--store PATH] [--quick]
+ *
+ * Each turn: a user message -> RunModel (a zero-latency host model replies
+ * with two function calls, read_a and read_b) -> two CallTool Steps in
+ * parallel (host C functions returning ~200 bytes) -> ResumeTurn ->
+ * RunModel (final text). A driver keeps every session busy: the next
+ * message of a session is sent as soon as its previous turn is idle.
+ *
+ * Prints: wall time, turns/s, Step methods/s, SQLite write transactions
+ * (commits), store bytes per session (after a checkpoint) and their growth
+ * at T = 5, 10, 20, 40, peak RSS, and the CPU time of one RunModel dispatch
+ * at ~200 messages of history. Targets are printed beside the figures.
+ * --quick skips the growth passes and the micro-benchmark. */
+#include <dexagents/dexagents.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- counting SQLite commits -------------------------------------------
+ * The runtime exposes no commit counter, so this program interposes
+ * sqlite3_open_v2 (the store's open call; the executable's definition wins
+ * over libsqlite3's) and installs a commit hook on every connection it
+ * opens. The hook runs once per committed write transaction. */
+static atomic_long g_commits;
+
+static int count_commit(void *user) {
+  (void)user;
+  atomic_fetch_add(&g_commits, 1);
+  return 0; /* 0: let the commit go on */
+}
+
+int sqlite3_open_v2(const char *filename, sqlite3 **db, int flags, const char *vfs) {
+  typedef int (*open_fn)(const char *, sqlite3 **, int, const char *);
+  static open_fn real;
+  if (!real) real = (open_fn)dlsym(RTLD_NEXT, "sqlite3_open_v2");
+  if (!real) return SQLITE_ERROR;
+  int rc = real(filename, db, flags, vfs);
+  if (rc == SQLITE_OK && *db) sqlite3_commit_hook(*db, count_commit, NULL);
+  return rc;
+}
+
+/* ---- the host model and tools ---------------------------------------------- */
+#define MAX_SESSIONS 100000
+
+typedef struct bench {
+  dexa_agent *agent;
+  dexa_runtime *rt;
+  int sessions, turns, workers;
+  const char *sync;
+  char store[512];
+  atomic_long model_calls, tool_calls;
+  /* the driver: sessions whose final answer was generated wait in ready */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  unsigned char *almost_done; /* per session: final answer generated */
+  int *sent;                  /* per session: turns sent */
+} bench;
+
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void session_id(char *out, size_t n, int index) { snprintf(out, n, "w1-%06d", index); }
+
+/* The session index from "w1-NNNNNN" inside the request JSON. */
+static int request_session(const char *json, size_t len) {
+  const char *p = memmem(json, len, "\"session_id\":\"w1-", 17);
+  return p ? atoi(p + 17) : -1;
+}
+
+static int64_t request_turn(const char *json, size_t len) {
+  const char *p = memmem(json, len, "\"turn\":", 7);
+  return p ? strtoll(p + 7, NULL, 10) : 0;
+}
+
+static int add_call(dexa_model_reply *reply, const char *tool, int64_t turn) {
+  char id[64], item[256];
+  snprintf(id, sizeof id, "call_%s_%lld", tool, (long long)turn);
+  int n = snprintf(item, sizeof item,
+                   "{\"type\":\"function_call\",\"call_id\":\"%s\",\"name\":\"%s\","
+                   "\"arguments\":\"{\\\"key\\\":\\\"k%lld\\\"}\"}",
+                   id, tool, (long long)turn);
+  char args[64];
+  int an = snprintf(args, sizeof args, "{\"key\":\"k%lld\"}", (long long)turn);
+  int rc = dexa_model_reply_add_item(reply, item, (size_t)n);
+  if (rc == DEXA_OK) rc = dexa_model_reply_add_tool_call(reply, id, tool, args, (size_t)an);
+  return rc;
+}
+
+static int bench_generate(void *user, const dexa_model_request *req, dexa_model_reply *reply) {
+  bench *b = user;
+  if (b) atomic_fetch_add(&b->model_calls, 1);
+  size_t count = dexa_model_request_message_count(req);
+  const char *last = "", *json;
+  size_t last_len = 0, len;
+  if (count) dexa_model_request_message_at(req, count - 1, &last, &last_len);
+  dexa_model_request_json(req, &json, &len);
+  int64_t turn = request_turn(json, len);
+  if (memmem(last, last_len, "\"role\":\"user\"", 13)) {
+    int rc = add_call(reply, "read_a", turn);
+    return rc == DEXA_OK ? add_call(reply, "read_b", turn) : rc;
+  }
+  static const char item[] = "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":"
+                             "\"output_text\",\"text\":\"Both reads are done.\"}]}";
+  int rc = dexa_model_reply_add_item(reply, item, sizeof item - 1);
+  if (rc == DEXA_OK) rc = dexa_model_reply_add_text(reply, "Both reads are done.", 20);
+  int s = request_session(json, len);
+  if (rc == DEXA_OK && b && s >= 0 && s < b->sessions) { /* tell the driver to look soon */
+    pthread_mutex_lock(&b->mu);
+    b->almost_done[s] = 1;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+  }
+  return rc;
+}
+
+static int read_tool(void *user, const dexa_tool_invocation *inv, dexa_tool_output *out) {
+  bench *b = user;
+  atomic_fetch_add(&b->tool_calls, 1);
+  char text[256];
+  int n = snprintf(text, sizeof text,
+                   "%s: record %s = {\"id\":42,\"owner\":\"bench\",\"state\":\"active\","
+                   "\"tags\":[\"alpha\",\"beta\",\"gamma\"],\"updated\":\"2026-01-01T00:00:00Z\","
+                   "\"note\":\"about two hundred bytes of tool output\"}",
+                   dexa_tool_invocation_name(inv), dexa_tool_invocation_call_id(inv));
+  return dexa_tool_output_set_text(out, text, (size_t)n, 0);
+}
+
+static int make_agent(bench *b) {
+  dexa_model_vtable vt;
+  dexa_model_vtable_init(&vt, sizeof vt);
+  vt.generate = bench_generate;
+  dexa_model *model = NULL;
+  dexa_tool_source *tools = NULL;
+  int rc = dexa_model_new(&model, "bench/zero-latency", &vt, b);
+  if (rc == DEXA_OK) rc = dexa_function_tools_new(&tools, "bench");
+  if (rc == DEXA_OK)
+    rc = dexa_function_tools_add(tools, "read_a", "Reads record a.", NULL, DEXA_TOOL_READ,
+                                 DEXA_APPROVAL_NONE, read_tool, b);
+  if (rc == DEXA_OK)
+    rc = dexa_function_tools_add(tools, "read_b", "Reads record b.", NULL, DEXA_TOOL_READ,
+                                 DEXA_APPROVAL_NONE, read_tool, b);
+  char err[256] = "";
+  if (rc == DEXA_OK) {
+    dexa_agent_def def;
+    dexa_agent_def_init(&def, sizeof def);
+    def.instructions = "You are the W1 benchmark agent.";
+    def.models = &model;
+    def.model_count = 1;
+    def.tool_sources = &tools;
+    def.tool_source_count = 1;
+    rc = dexa_agent_new(&b->agent, &def, err, sizeof err);
+  }
+  if (rc != DEXA_OK) fprintf(stderr, "turns: agent: %s %s\n", dexa_strerror(rc), err);
+  dexa_model_free(model);
+  dexa_tool_source_free(tools);
+  return rc;
+}
+
+/* ---- one pass: S sessions x T turns ------------------------------------------ */
+
+typedef struct pass_result {
+  double wall_s;
+  long turns, model_calls, tool_calls, commits, methods;
+  double bytes_per_session;
+} pass_result;
+
+static int send_turn(bench *b, int s) {
+  char sid[32], text[64];
+  session_id(sid, sizeof sid, s);
+  int n = snprintf(text, sizeof text, "{\"text\":\"turn %d: read a and b\"}", b->sent[s] + 1);
+  char *out = NULL;
+  size_t len = 0;
+  int rc = dexa_runtime_call(b->rt, sid, "send_message", text, (size_t)n, &out, &len);
+  if (rc != DEXA_OK) fprintf(stderr, "turns: send_message %s: %s %s\n", sid, dexa_strerror(rc), out ? out : "");
+  dexa_free(out);
+  b->sent[s]++;
+  return rc;
+}
+
+/* A driver thread sends the next turn of each of its sessions (those with
+ * s % drivers == index) as soon as the previous one is idle, until all ran
+ * T turns. Only sessions whose final answer was generated are checked
+ * (wait_idle with timeout 0), so drivers stay cheap; several drivers let
+ * send_message commits of different sessions share a group commit. */
+#define DRIVERS 4
+
+typedef struct driver {
+  bench *b;
+  int index, count;
+  int rc;
+} driver;
+
+static void *drive(void *arg) {
+  driver *d = arg;
+  bench *b = d->b;
+  int mine = 0, finished = 0;
+  for (int s = d->index; s < b->sessions; s += d->count) mine++;
+  int *check = malloc((size_t)mine * sizeof *check);
+  for (int s = d->index; s < b->sessions && d->rc == DEXA_OK; s += d->count) d->rc = send_turn(b, s);
+  while (finished < mine && d->rc == DEXA_OK) {
+    int n = 0;
+    pthread_mutex_lock(&b->mu);
+    for (int s = d->index; s < b->sessions; s += d->count)
+      if (b->almost_done[s]) check[n++] = s;
+    if (n == 0) {
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      until.tv_nsec += 2000000;
+      if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+      pthread_cond_timedwait(&b->cv, &b->mu, &until);
+    }
+    pthread_mutex_unlock(&b->mu);
+    int progressed = 0;
+    for (int i = 0; i < n && d->rc == DEXA_OK; i++) {
+      char sid[32];
+      session_id(sid, sizeof sid, check[i]);
+      if (dexa_runtime_wait_idle(b->rt, sid, 0) != DEXA_OK) continue;
+      pthread_mutex_lock(&b->mu);
+      b->almost_done[check[i]] = 0;
+      pthread_mutex_unlock(&b->mu);
+      progressed = 1;
+      if (b->sent[check[i]] < b->turns) d->rc = send_turn(b, check[i]);
+      else finished++;
+    }
+    if (n && !progressed) usleep(200); /* the final result is not committed yet */
+  }
+  free(check);
+  return NULL;
+}
+
+static int drive_all(bench *b) {
+  driver d[DRIVERS];
+  pthread_t th[DRIVERS];
+  int count = b->sessions < DRIVERS ? b->sessions : DRIVERS, rc = DEXA_OK;
+  for (int i = 0; i < count; i++) {
+    d[i] = (driver){b, i, count, DEXA_OK};
+    pthread_create(&th[i], NULL, drive, &d[i]);
+  }
+  for (int i = 0; i < count; i++) {
+    pthread_join(th[i], NULL);
+    if (d[i].rc != DEXA_OK) rc = d[i].rc;
+  }
+  return rc;
+}
+
+static long file_size(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+/* Store bytes after a full checkpoint: the database file plus its WAL. */
+static long store_bytes(const char *path) {
+  sqlite3 *db = NULL;
+  if (sqlite3_open(path, &db) == SQLITE_OK)
+    sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+  sqlite3_close(db);
+  char wal[600];
+  snprintf(wal, sizeof wal, "%s-wal", path);
+  return file_size(path) + file_size(wal);
+}
+
+static void remove_store(const char *path) {
+  char p[600];
+  unlink(path);
+  snprintf(p, sizeof p, "%s-wal", path);
+  unlink(p);
+  snprintf(p, sizeof p, "%s-shm", path);
+  unlink(p);
+}
+
+static int run_pass(bench *b, int sessions, int turns, const char *store, pass_result *res) {
+  memset(res, 0, sizeof *res);
+  b->sessions = sessions;
+  b->turns = turns;
+  b->almost_done = calloc((size_t)sessions, 1);
+  b->sent = calloc((size_t)sessions, sizeof(int));
+  atomic_store(&b->model_calls, 0);
+  atomic_store(&b->tool_calls, 0);
+  dexa_runtime_options o;
+  dexa_runtime_options_init(&o, sizeof o);
+  o.store = store;
+  o.sqlite_synchronous = b->sync;
+  char err[256] = "";
+  int rc = dexa_runtime_new(&b->rt, b->agent, &o, err, sizeof err);
+  if (rc != DEXA_OK) {
+    fprintf(stderr, "turns: runtime %s: %s %s\n", store, dexa_strerror(rc), err);
+    goto done;
+  }
+  for (int s = 0; s < sessions && rc == DEXA_OK; s++) {
+    char sid[32], *out = NULL;
+    size_t len;
+    session_id(sid, sizeof sid, s);
+    rc = dexa_runtime_start_session(b->rt, sid, NULL, 0, &out, &len);
+    if (rc != DEXA_OK) fprintf(stderr, "turns: start_session: %s %s\n", dexa_strerror(rc), out ? out : "");
+    dexa_free(out);
+  }
+  if (rc == DEXA_OK) rc = dexa_runtime_start(b->rt, b->workers);
+  for (int s = 0; s < sessions && rc == DEXA_OK; s++) { /* started and waiting */
+    char sid[32];
+    session_id(sid, sizeof sid, s);
+    rc = dexa_runtime_wait_idle(b->rt, sid, 30000);
+  }
+  long commits0 = atomic_load(&g_commits);
+  double t0 = now_s();
+  if (rc == DEXA_OK) rc = drive_all(b);
+  res->wall_s = now_s() - t0;
+  res->commits = atomic_load(&g_commits) - commits0;
+  dexa_runtime_stop(b->rt);
+  dexa_runtime_free(b->rt);
+  b->rt = NULL;
+  res->turns = (long)sessions * turns;
+  res->model_calls = atomic_load(&b->model_calls);
+  res->tool_calls = atomic_load(&b->tool_calls);
+  /* Worker dispatches (RunModel, CallTool) are counted by the model and the
+   * tools; the locked Steps the runtime runs inline are 4 methods per turn
+   * (AwaitUserMessage WaitFor + Execute, ResumeTurn WaitFor + Execute). */
+  res->methods = res->model_calls + res->tool_calls + 4 * res->turns;
+  res->bytes_per_session = (double)store_bytes(store) / sessions;
+done:
+  free(b->almost_done);
+  free(b->sent);
+  return rc;
+}
+
+/* ---- micro-benchmark: CPU of one RunModel dispatch at ~200 messages ----------
+ * A session gets ~200 messages through the runtime (driven on this thread),
+ * then the next RunModel task is claimed and its call dispatched N times:
+ * once reading attributes from SQLite through the task's reader, once from
+ * an in-memory copy of what the first dispatch read (the core alone). */
+typedef struct rec_kv {
+  char *key, *value; /* value NULL: not found */
+} rec_kv;
+
+typedef struct recorder {
+  const dexa_call *inner; /* the task's call: its reader */
+  rec_kv *gets;
+  size_t ngets;
+  char **scan_prefixes;
+  rec_kv **scans;
+  size_t *scan_lens, nscans;
+  int replay;
+  rec_kv *cur; /* the scan being recorded */
+  size_t cur_n;
+} recorder;
+
+static int rec_visit(void *ctx, const char *k, size_t kl, const char *v, size_t vl) {
+  recorder *r = ctx;
+  r->cur = realloc(r->cur, (r->cur_n + 1) * sizeof *r->cur);
+  r->cur[r->cur_n].key = strndup(k, kl);
+  r->cur[r->cur_n].value = strndup(v, vl);
+  r->cur_n++;
+  return 0;
+}
+
+static int rec_get(void *user, const char *key, size_t kl, const char **v, size_t *vl) {
+  recorder *r = user;
+  for (size_t i = 0; i < r->ngets; i++)
+    if (strlen(r->gets[i].key) == kl && memcmp(r->gets[i].key, key, kl) == 0) {
+      if (!r->gets[i].value) return DEXA_E_NOT_FOUND;
+      *v = r->gets[i].value;
+      *vl = strlen(*v);
+      return DEXA_OK;
+    }
+  if (r->replay) return DEXA_E_NOT_FOUND;
+  int rc = r->inner->attr_get(r->inner->attr_user_data, key, kl, v, vl);
+  r->gets = realloc(r->gets, (r->ngets + 1) * sizeof *r->gets);
+  r->gets[r->ngets].key = strndup(key, kl);
+  r->gets[r->ngets].value = rc == DEXA_OK ? strndup(*v, *vl) : NULL;
+  r->ngets++;
+  return rc;
+}
+
+static int rec_scan(void *user, const char *prefix, size_t pl, dexa_attr_visit_fn visit,
+                    void *ctx) {
+  recorder *r = user;
+  size_t i = 0;
+  while (i < r->nscans && !(strlen(r->scan_prefixes[i]) == pl &&
+                            memcmp(r->scan_prefixes[i], prefix, pl) == 0))
+    i++;
+  if (i == r->nscans) {
+    if (r->replay) return DEXA_OK;
+    r->cur = NULL;
+    r->cur_n = 0;
+    int rc = r->inner->attr_scan(r->inner->attr_user_data, prefix, pl, rec_visit, r);
+    if (rc != DEXA_OK) return rc;
+    r->scan_prefixes = realloc(r->scan_prefixes, (r->nscans + 1) * sizeof(char *));
+    r->scans = realloc(r->scans, (r->nscans + 1) * sizeof(rec_kv *));
+    r->scan_lens = realloc(r->scan_lens, (r->nscans + 1) * sizeof(size_t));
+    r->scan_prefixes[i] = strndup(prefix, pl);
+    r->scans[i] = r->cur;
+    r->scan_lens[i] = r->cur_n;
+    r->nscans++;
+  }
+  for (size_t k = 0; k < r->scan_lens[i]; k++) {
+    const rec_kv *a = &r->scans[i][k];
+    int rc = visit(ctx, a->key, strlen(a->key), a->value, strlen(a->value));
+    if (rc < 0) return rc;
+    if (rc > 0) break;
+  }
+  return DEXA_OK;
+}
+
+static void recorder_free(recorder *r) {
+  for (size_t i = 0; i < r->ngets; i++) free(r->gets[i].key), free(r->gets[i].value);
+  for (size_t i = 0; i < r->nscans; i++) {
+    for (size_t k = 0; k < r->scan_lens[i]; k++) free(r->scans[i][k].key), free(r->scans[i][k].value);
+    free(r->scans[i]);
+    free(r->scan_prefixes[i]);
+  }
+  free(r->gets), free(r->scans), free(r->scan_prefixes), free(r->scan_lens);
+}
+
+static double thread_cpu_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Times n dispatches of call; returns CPU µs per dispatch (or -1). */
+static double time_dispatches(const dexa_agent *agent, const dexa_call *call, int n) {
+  double t0 = thread_cpu_us();
+  for (int i = 0; i < n; i++) {
+    dexa_result *res = NULL;
+    int rc = dexa_dispatch(&res, agent, call);
+    if (rc != DEXA_OK) {
+      fprintf(stderr, "turns: dispatch: %s %s\n", dexa_strerror(rc), dexa_result_errmsg(res));
+      dexa_result_free(res);
+      return -1;
+    }
+    dexa_result_free(res);
+  }
+  return (thread_cpu_us() - t0) / n;
+}
+
+static atomic_long g_request_messages; /* message count of the newest request */
+
+static int gen_counting(void *user, const dexa_model_request *req, dexa_model_reply *reply) {
+  atomic_store(&g_request_messages, (long)dexa_model_request_message_count(req));
+  return bench_generate(user, req, reply);
+}
+
+static int micro(const char *dir, const char *sync, int iterations, double *us_sqlite,
+                 double *us_memory, long *messages) {
+  /* An agent of its own: its model records the request size; no driver. */
+  dexa_model_vtable vt;
+  dexa_model_vtable_init(&vt, sizeof vt);
+  vt.generate = gen_counting;
+  dexa_model *model = NULL;
+  dexa_tool_source *tools = NULL;
+  dexa_agent *agent = NULL;
+  bench quiet;
+  memset(&quiet, 0, sizeof quiet); /* sessions = 0: the model signals nobody */
+  dexa_model_new(&model, "bench/zero-latency", &vt, &quiet);
+  dexa_function_tools_new(&tools, "bench");
+  dexa_function_tools_add(tools, "read_a", "Reads a.", NULL, DEXA_TOOL_READ, DEXA_APPROVAL_NONE, read_tool, &quiet);
+  dexa_function_tools_add(tools, "read_b", "Reads b.", NULL, DEXA_TOOL_READ, DEXA_APPROVAL_NONE, read_tool, &quiet);
+  dexa_agent_def def;
+  dexa_agent_def_init(&def, sizeof def);
+  def.instructions = "You are the W1 benchmark agent.";
+  def.models = &model;
+  def.model_count = 1;
+  def.tool_sources = &tools;
+  def.tool_source_count = 1;
+  char err[256] = "", store[600];
+  int rc = dexa_agent_new(&agent, &def, err, sizeof err);
+  dexa_model_free(model);
+  dexa_tool_source_free(tools);
+  snprintf(store, sizeof store, "%s/dexa-bench-micro-%d.db", dir, (int)getpid());
+  dexa_runtime *rt = NULL;
+  dexa_runtime_options o;
+  dexa_runtime_options_init(&o, sizeof o);
+  o.store = store;
+  o.sqlite_synchronous = sync;
+  if (rc == DEXA_OK) rc = dexa_runtime_new(&rt, agent, &o, err, sizeof err);
+  const char *sid = "w1-micro";
+  char *out = NULL;
+  size_t len;
+  if (rc == DEXA_OK) rc = dexa_runtime_start_session(rt, sid, NULL, 0, &out, &len);
+  dexa_free(out);
+  /* 6 messages per turn (user, 2 calls, 2 results, answer): 33 turns = 198,
+   * and the 34th user message makes 199 in the timed request. */
+  for (int t = 0; t < 34 && rc == DEXA_OK; t++) {
+    rc = dexa_runtime_run_ready(rt, NULL);
+    out = NULL;
+    if (rc == DEXA_OK)
+      rc = dexa_runtime_call(rt, sid, "send_message", "{\"text\":\"read a and b\"}", 23, &out, &len);
+    dexa_free(out);
+    if (t < 33 && rc == DEXA_OK) rc = dexa_runtime_run_ready(rt, NULL);
+  }
+  dexa_task *task = NULL;
+  while (rc == DEXA_OK) { /* the RunModel of the 34th turn (locked Steps run inline) */
+    rc = dexa_runtime_poll(rt, &task, 2000);
+    if (rc != DEXA_OK || strcmp(dexa_task_call(task)->name, "RunModel") == 0) break;
+    fprintf(stderr, "turns: micro: unexpected task %s\n", dexa_task_call(task)->name);
+    dexa_task_abandon(rt, task);
+    task = NULL;
+  }
+  if (rc == DEXA_OK && task) {
+    const dexa_call *call = dexa_task_call(task);
+    *us_sqlite = time_dispatches(agent, call, iterations);
+    *messages = atomic_load(&g_request_messages);
+    recorder r;
+    memset(&r, 0, sizeof r);
+    r.inner = call;
+    dexa_call mem = *call;
+    mem.attr_user_data = &r;
+    mem.attr_get = rec_get;
+    mem.attr_scan = rec_scan;
+    dexa_result *res = NULL;
+    rc = dexa_dispatch(&res, agent, &mem); /* records what a dispatch reads */
+    dexa_result_free(res);
+    r.replay = 1;
+    if (rc == DEXA_OK) *us_memory = time_dispatches(agent, &mem, iterations);
+    recorder_free(&r);
+    res = NULL;
+    dexa_dispatch(&res, agent, call);
+    dexa_runtime_complete(rt, task, res);
+    dexa_result_free(res);
+  }
+  if (rc != DEXA_OK) fprintf(stderr, "turns: micro: %s %s\n", dexa_strerror(rc), rt ? dexa_runtime_errmsg(rt) : err);
+  dexa_runtime_free(rt);
+  dexa_agent_free(agent);
+  remove_store(store);
+  return rc;
+}
+
+/* ---- main -------------------------------------------------------------------- */
+
+static long peak_rss_kb(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+static void usage(void) {
+  fprintf(stderr, "usage: turns [-s SESSIONS] [-t TURNS] [-w WORKERS] [-y full|normal] "
+                  "[--store PATH] [--quick]\n");
+}
+
+int main(int argc, char **argv) {
+  static bench b;
+  int sessions = 100, turns = 10, quick = 0;
+  const char *store_arg = NULL;
+  b.workers = 2;
+  b.sync = "full";
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--quick") == 0) { quick = 1; continue; }
+    if (!v) { usage(); return 2; }
+    if (strcmp(a, "-s") == 0) sessions = atoi(v);
+    else if (strcmp(a, "-t") == 0) turns = atoi(v);
+    else if (strcmp(a, "-w") == 0) b.workers = atoi(v);
+    else if (strcmp(a, "-y") == 0) b.sync = v;
+    else if (strcmp(a, "--store") == 0) store_arg = v;
+    else { usage(); return 2; }
+    i++;
+  }
+  if (sessions < 1 || sessions > MAX_SESSIONS || turns < 1 || b.workers < 1 || b.workers > 256 ||
+      (strcmp(b.sync, "full") != 0 && strcmp(b.sync, "normal") != 0)) {
+    usage();
+    return 2;
+  }
+  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  pthread_mutex_init(&b.mu, NULL);
+  pthread_cond_init(&b.cv, NULL);
+  if (make_agent(&b) != DEXA_OK) return 1;
+
+  char store[600];
+  if (store_arg) snprintf(store, sizeof store, "%s", store_arg);
+  else snprintf(store, sizeof store, "%s/dexa-bench-w1-%d.db", dir, (int)getpid());
+  remove_store(store);
+  printf("W1: %d sessions x %d turns, %d workers, synchronous=%s, store %s\n", sessions, turns,
+         b.workers, b.sync, store);
+  printf("    each turn: user message -> model (2 parallel READ tool calls) -> 2 CallTool -> model -> text\n");
+  fflush(stdout);
+  pass_result r;
+  int rc = run_pass(&b, sessions, turns, store, &r);
+  if (!store_arg) remove_store(store);
+  if (rc != DEXA_OK) {
+    printf("W1 failed: %s\n", dexa_strerror(rc));
+    return 1;
+  }
+  int full = strcmp(b.sync, "full") == 0;
+  printf("  %-34s %10.2f s\n", "wall time", r.wall_s);
+  printf("  %-34s %10.0f turns/s   (target >= 500 turns/s with synchronous=full)%s\n", "turns",
+         r.turns / r.wall_s, full ? "" : " [this run: normal]");
+  printf("  %-34s %10.0f /s        (%ld methods: %ld RunModel + %ld CallTool dispatched by\n"
+         "  %-34s %10s              workers, + 4 locked methods per turn run inline)\n",
+         "Step methods", r.methods / r.wall_s, r.methods, r.model_calls, r.tool_calls, "", "");
+  printf("  %-34s %10ld         (%.2f per turn; SQLite write transactions, group commit)\n",
+         "store commits", r.commits, (double)r.commits / r.turns);
+  printf("  %-34s %10.1f KB      (target < 30 KB at 10 turns; file + WAL after checkpoint)\n",
+         "store bytes per session", r.bytes_per_session / 1024);
+  fflush(stdout);
+
+  if (!quick) {
+    static const int growth_turns[] = {5, 10, 20, 40};
+    double per_turn[4];
+    printf("  growth, 20 sessions per pass:\n");
+    for (int i = 0; i < 4; i++) {
+      char gstore[600];
+      snprintf(gstore, sizeof gstore, "%s/dexa-bench-w1g-%d-%d.db", dir, (int)getpid(), i);
+      remove_store(gstore);
+      pass_result g;
+      rc = run_pass(&b, 20, growth_turns[i], gstore, &g);
+      remove_store(gstore);
+      if (rc != DEXA_OK) break;
+      per_turn[i] = g.bytes_per_session / growth_turns[i];
+      printf("    T=%-3d %10.1f KB per session  (%.2f KB per turn; %.0f turns/s)\n", growth_turns[i],
+             g.bytes_per_session / 1024, per_turn[i] / 1024, g.turns / g.wall_s);
+      fflush(stdout);
+    }
+    if (rc == DEXA_OK) {
+      /* Linear: the increment per added turn stays flat from 5->10 to 20->40. */
+      printf("    (target: linear growth; per-turn bytes should stay flat as T grows)\n");
+    }
+    double us_sqlite = -1, us_memory = -1;
+    long messages = 0;
+    if (rc == DEXA_OK) rc = micro(dir, b.sync, 2000, &us_sqlite, &us_memory, &messages);
+    if (rc == DEXA_OK) {
+      printf("  %-34s %10.1f us      (target < 50 us; %ld messages, reads from SQLite)\n",
+             "RunModel dispatch CPU", us_sqlite, messages);
+      printf("  %-34s %10.1f us      (the same call, attributes from memory: the core alone)\n",
+             "RunModel dispatch CPU, core only", us_memory);
+    }
+  }
+  printf("  %-34s %10.1f MB\n", "peak RSS", peak_rss_kb() / 1024.0);
+  dexa_agent_free(b.agent);
+  return rc == DEXA_OK ? 0 : 1;
+}
