@@ -70,7 +70,8 @@ DEXA_EXTERN const char *dexa_runtime_errmsg(const dexa_runtime *runtime);
 /* Starts a session. session_id NULL lets the runtime choose one
  * ("s-<32 hex digits>"). settings_json: {"model":"mock/dex"} or NULL; an
  * unknown model name gets the default. *out receives
- * {"session_id":".."} (free with dexa_free). Returns DEXA_OK,
+ * {"session_id":".."} (free with dexa_free); out may be NULL when
+ * session_id is given. Returns DEXA_OK,
  * DEXA_E_ALREADY_EXISTS, DEXA_E_INVALID_JSON, DEXA_E_INVALID_ARG, DEXA_E_IO. */
 DEXA_EXTERN int dexa_runtime_start_session(dexa_runtime *runtime, const char *session_id,
                                            const char *settings_json, size_t settings_len,

@@ -47,6 +47,7 @@ static int start_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
 }
 
 static int id_out(const char *sid, char **out, size_t *out_len) {
+  if (!out) return DEXA_OK; /* the caller named the session and needs no document */
   dexa__buf b;
   dexa__buf_init(&b);
   dexa__buf_puts(&b, "{\"session_id\":");
@@ -71,7 +72,7 @@ DEXA_EXTERN int dexa_runtime_start_session(dexa_runtime *rt, const char *session
                                            char **out, size_t *out_len) {
   if (out) *out = NULL;
   if (out_len) *out_len = 0;
-  if (!rt || !out || (session_id && check_session_id(session_id) != DEXA_OK))
+  if (!rt || (!out && !session_id) || (session_id && check_session_id(session_id) != DEXA_OK))
     return DEXA_E_INVALID_ARG;
   char gen[35];
   start_arg a = {session_id, settings_json, settings_len, ""};
