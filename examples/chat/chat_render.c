@@ -43,7 +43,6 @@ static void model_message(chat_render *r, const cJSON *m) {
     fputs(text, stdout);
   }
   r->delta_bytes = 0;
-  print_calls(r, cJSON_GetObjectItemCaseSensitive(m, "tool_calls"));
 }
 
 void chat_render_event(chat_render *r, const char *event_json, size_t len) {
@@ -57,6 +56,11 @@ void chat_render_event(chat_render *r, const char *event_json, size_t len) {
   } else if (strcmp(type, "message_appended") == 0) {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
     if (strcmp(str(m, "role"), "model") == 0) model_message(r, m);
+  } else if (strcmp(type, "tool_call_proposed") == 0) {
+    cJSON *calls = cJSON_CreateArray();
+    cJSON_AddItemReferenceToArray(calls, e);
+    print_calls(r, calls);
+    cJSON_Delete(calls);
   } else if (strcmp(type, "tool_call_finished") == 0) {
     chat_render_end_line(r);
     printf("  <- tool %s: %s\n", str(e, "name"), str(e, "status"));

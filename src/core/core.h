@@ -93,6 +93,8 @@ int dexa__control_pending(dexa__ctx *c, int64_t turn, char *action, int *rc);
  * dexa__event_end, which adds it to the result. */
 void dexa__event_begin(dexa__ctx *c, dexa__buf *b, const char *type);
 int dexa__event_end(dexa__ctx *c, dexa__buf *b);
+/* A message_appended event with a compact view of the stored message m. */
+int dexa__event_message(dexa__ctx *c, const char *m, size_t n);
 /* Sends a live event to the call's sink (best effort). */
 void dexa__event_live(dexa__ctx *c, const char *json, size_t len);
 

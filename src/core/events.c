@@ -1,5 +1,8 @@
 /* AgentEvents: durable events go into the result; live ones to the sink. */
+#include <string.h>
+
 #include "core/core.h"
+#include "util/json_span.h"
 
 void dexa__event_begin(dexa__ctx *c, dexa__buf *b, const char *type) {
   dexa__buf_init(b);
@@ -17,4 +20,30 @@ int dexa__event_end(dexa__ctx *c, dexa__buf *b) {
 
 void dexa__event_live(dexa__ctx *c, const char *json, size_t len) {
   if (c->call->event_sink) c->call->event_sink(c->call->sink_user_data, json, len);
+}
+
+/* The members of a stored message that a message_appended event carries:
+ * enough to show it; the full message (verbatim items, tool output) stays in
+ * AgentMessages, read through the snapshot. */
+static const char *const message_view[] = {"seq", "turn", "round", "role", "id", "model",
+                                           "text", "call_id", "name", "status"};
+
+int dexa__event_message(dexa__ctx *c, const char *m, size_t n) {
+  dexa__buf e;
+  dexa__event_begin(c, &e, "message_appended");
+  dexa__buf_puts(&e, ",\"message\":{");
+  int first = 1;
+  for (size_t i = 0; i < sizeof message_view / sizeof message_view[0]; i++) {
+    const char *v;
+    size_t vl;
+    if (dexa__json_get(m, n, message_view[i], &v, &vl) != 0) continue;
+    dexa__buf_printf(&e, "%s\"%s\":", first ? "" : ",", message_view[i]);
+    dexa__buf_append(&e, v, vl);
+    first = 0;
+  }
+  const char *calls;
+  size_t cl;
+  if (dexa__json_get(m, n, "tool_calls", &calls, &cl) == 0) dexa__buf_puts(&e, ",\"has_tool_calls\":true");
+  dexa__buf_putc(&e, '}');
+  return dexa__event_end(c, &e);
 }

@@ -103,12 +103,7 @@ static int store_items(run *r, dexa__transcript *t) {
     build_model_message(r, &m, seq, i);
     if (m.oom) rc = DEXA_E_NOMEM;
     if (rc == DEXA_OK) rc = dexa__message_put(r->c, t, seq, m.data, m.len);
-    dexa__buf e;
-    dexa__event_begin(r->c, &e, "message_appended");
-    dexa__buf_puts(&e, ",\"message\":");
-    dexa__buf_append(&e, m.data, m.len);
-    if (rc == DEXA_OK) rc = dexa__event_end(r->c, &e);
-    else dexa__buf_free(&e);
+    if (rc == DEXA_OK) rc = dexa__event_message(r->c, m.data, m.len);
   }
   dexa__buf_free(&m);
   return rc;

@@ -53,11 +53,7 @@ static int emit_events(dexa__ctx *c, const dexa__tool_result *r, const dexa__buf
   dexa__buf_puts(&e, ",\"status\":");
   dexa__buf_json_cstr(&e, r->status);
   int rc = dexa__event_end(c, &e);
-  if (rc != DEXA_OK) return rc;
-  dexa__event_begin(c, &e, "message_appended");
-  dexa__buf_puts(&e, ",\"message\":");
-  dexa__buf_append(&e, m->data, m->len);
-  return dexa__event_end(c, &e);
+  return rc == DEXA_OK ? dexa__event_message(c, m->data, m->len) : rc;
 }
 
 int dexa__tool_result_record(dexa__ctx *c, int64_t turn, int64_t round, int64_t seq,

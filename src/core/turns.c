@@ -29,12 +29,7 @@ static int append_user_message(dexa__ctx *c, dexa__transcript *t, const cJSON *e
   dexa__buf_json_cstr(&m, text ? text : "");
   dexa__buf_printf(&m, ",\"at\":%lld}", (long long)c->call->now_ms);
   int rc = m.oom ? DEXA_E_NOMEM : dexa__message_put(c, t, seq, m.data, m.len);
-  dexa__buf e;
-  dexa__event_begin(c, &e, "message_appended");
-  dexa__buf_puts(&e, ",\"message\":");
-  dexa__buf_append(&e, m.data, m.len);
-  if (rc == DEXA_OK) rc = dexa__event_end(c, &e);
-  else dexa__buf_free(&e);
+  if (rc == DEXA_OK) rc = dexa__event_message(c, m.data, m.len);
   dexa__buf_free(&m);
   return rc;
 }

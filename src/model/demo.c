@@ -279,7 +279,7 @@ static int reply_to_results(demo_call *d) {
     const char *m;
     size_t n;
     dexa_model_request_message_at(d->req, first - 1, &m, &n);
-    if (!strstr(m, "\"role\":\"tool\"")) break;
+    if (!memmem(m, n, "\"role\":\"tool\"", 13)) break;
     first--;
   }
   dexa__buf b;

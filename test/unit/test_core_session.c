@@ -137,6 +137,7 @@ static void test_parallel_tool_steps_join_in_resume_turn(void) {
   CHECK_CONTAINS(message(&f, 4), "\"status\":\"ok\"");
   CHECK_CONTAINS(message(&f, 5), "lookup got {\\\"q\\\":2}");
   CHECK_CONTAINS(message(&f, 6), "Tool lookup (ok)");
+  CHECK(strstr(message(&f, 6), "Tool ?") == NULL); /* only the round's two results */
   CHECK_CONTAINS(lookup.last_key, "s-test:demo-t1r1c");
   teardown(&f);
 }
