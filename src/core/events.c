@@ -24,26 +24,31 @@ void dexa__event_live(dexa__ctx *c, const char *json, size_t len) {
 
 /* The members of a stored message that a message_appended event carries:
  * enough to show it; the full message (verbatim items, tool output) stays in
- * AgentMessages, read through the snapshot. */
+ * AgentMessages, read through the snapshot. Only messages with text (user
+ * messages, answers, reasoning) get the event. */
 static const char *const message_view[] = {"seq", "turn", "round", "role", "id", "model",
                                            "text", "call_id", "name", "status"};
 
 int dexa__event_message(dexa__ctx *c, const char *m, size_t n) {
+  const char *v;
+  size_t vl;
+  /* A call-only model item is told by tool_call_proposed; a tool result by
+   * tool_call_finished: no second event for them. */
+  if (dexa__json_get(m, n, "text", &v, &vl) != 0 && dexa__json_get(m, n, "reasoning", &v, &vl) != 0)
+    return DEXA_OK;
   dexa__buf e;
   dexa__event_begin(c, &e, "message_appended");
   dexa__buf_puts(&e, ",\"message\":{");
   int first = 1;
   for (size_t i = 0; i < sizeof message_view / sizeof message_view[0]; i++) {
-    const char *v;
-    size_t vl;
-    if (dexa__json_get(m, n, message_view[i], &v, &vl) != 0) continue;
+    const char *member;
+    size_t member_len;
+    if (dexa__json_get(m, n, message_view[i], &member, &member_len) != 0) continue;
     dexa__buf_printf(&e, "%s\"%s\":", first ? "" : ",", message_view[i]);
-    dexa__buf_append(&e, v, vl);
+    dexa__buf_append(&e, member, member_len);
     first = 0;
   }
-  const char *calls;
-  size_t cl;
-  if (dexa__json_get(m, n, "tool_calls", &calls, &cl) == 0) dexa__buf_puts(&e, ",\"has_tool_calls\":true");
+  if (dexa__json_get(m, n, "tool_calls", &v, &vl) == 0) dexa__buf_puts(&e, ",\"has_tool_calls\":true");
   dexa__buf_putc(&e, '}');
   return dexa__event_end(c, &e);
 }

@@ -122,6 +122,7 @@ int dexa__queue_take(dexa__ctx *c, dexa__queued *const *items, size_t n, const c
   for (size_t i = 0; i < n && rc == DEXA_OK; i++) {
     q.bytes -= (int64_t)items[i]->len;
     rc = dexa__attr_delete(c, items[i]->key);
+    if (!action) continue; /* taken into a turn: turn_started names them */
     const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(items[i]->entry, "id"));
     dexa__buf e;
     dexa__event_begin(c, &e, "queue_changed");

@@ -39,7 +39,8 @@ int dexa__queue_key(const char *id, char *key);
 int dexa__queue_add(dexa__ctx *c, const char *text, int plan_mode, int64_t execute_revision,
                     char *id);
 
-/* Removes messages from the queue (their bytes too), with events. */
+/* Removes messages from the queue (their bytes too), with a queue_changed
+ * event per message naming action ("deleted"), or none when action is NULL. */
 int dexa__queue_take(dexa__ctx *c, dexa__queued *const *items, size_t n, const char *action);
 
 #endif

@@ -43,7 +43,7 @@ static int publish_done(dexa__ctx *c, int64_t turn, int64_t round, int64_t seq,
   return rc;
 }
 
-static int emit_events(dexa__ctx *c, const dexa__tool_result *r, const dexa__buf *m) {
+static int finished_event(dexa__ctx *c, const dexa__tool_result *r, int64_t seq) {
   dexa__buf e;
   dexa__event_begin(c, &e, "tool_call_finished");
   dexa__buf_puts(&e, ",\"call_id\":");
@@ -52,8 +52,8 @@ static int emit_events(dexa__ctx *c, const dexa__tool_result *r, const dexa__buf
   dexa__buf_json_cstr(&e, r->name);
   dexa__buf_puts(&e, ",\"status\":");
   dexa__buf_json_cstr(&e, r->status);
-  int rc = dexa__event_end(c, &e);
-  return rc == DEXA_OK ? dexa__event_message(c, m->data, m->len) : rc;
+  dexa__buf_printf(&e, ",\"seq\":%lld", (long long)seq);
+  return dexa__event_end(c, &e);
 }
 
 int dexa__tool_result_record(dexa__ctx *c, int64_t turn, int64_t round, int64_t seq,
@@ -68,7 +68,7 @@ int dexa__tool_result_record(dexa__ctx *c, int64_t turn, int64_t round, int64_t 
     rc = dexa__attr_put_raw(c, key, m.data, m.len);
   }
   if (rc == DEXA_OK) rc = publish_done(c, turn, round, seq, r, m.len);
-  if (rc == DEXA_OK) rc = emit_events(c, r, &m);
+  if (rc == DEXA_OK) rc = finished_event(c, r, seq);
   dexa__buf_free(&m);
   return rc;
 }

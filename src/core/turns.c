@@ -37,13 +37,19 @@ static int append_user_message(dexa__ctx *c, dexa__transcript *t, const cJSON *e
 int dexa__turn_start(dexa__ctx *c, dexa__queued *const *items, size_t n) {
   dexa__transcript t;
   int rc = dexa__transcript_load(c, &t);
-  if (rc == DEXA_OK) rc = dexa__queue_take(c, items, n, "taken");
+  if (rc == DEXA_OK) rc = dexa__queue_take(c, items, n, NULL);
   if (rc != DEXA_OK) return rc;
   int64_t turn = ++t.turn;
   const char *mode = turn_mode(c, items, n);
   dexa__buf e;
   dexa__event_begin(c, &e, "turn_started");
-  dexa__buf_printf(&e, ",\"turn\":%lld,\"mode\":\"%s\"", (long long)turn, mode);
+  dexa__buf_printf(&e, ",\"turn\":%lld,\"mode\":\"%s\",\"message_ids\":[", (long long)turn, mode);
+  for (size_t i = 0; i < n; i++) {
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(items[i]->entry, "id"));
+    dexa__buf_printf(&e, "%s", i ? "," : "");
+    dexa__buf_json_cstr(&e, id ? id : "");
+  }
+  dexa__buf_putc(&e, ']');
   rc = dexa__event_end(c, &e);
   for (size_t i = 0; i < n && rc == DEXA_OK; i++) rc = append_user_message(c, &t, items[i]->entry);
   if (rc == DEXA_OK) rc = dexa__transcript_store(c, &t);
