@@ -3,10 +3,11 @@
  * A model client turns one model request (the session's instructions,
  * retained messages and offered tools, as JSON) into a reply: output items
  * stored verbatim, their display text, and the tool calls to run. Built-in
- * clients: the demo models ("mock/dex", "mock/dex-mini"). A host implements
- * its own through dexa_model_vtable. Model handles are reference counted:
- * dexa_agent_new takes its own reference, so the caller may free its handle
- * right after. */
+ * clients: OpenAI Responses, Chat Completions and Anthropic Messages
+ * (dexa_model_client_new) and the demo models ("mock/dex", "mock/dex-mini").
+ * A host implements its own through dexa_model_vtable. Model handles are
+ * reference counted: dexa_agent_new takes its own reference, so the caller
+ * may free its handle right after. */
 #ifndef DEXAGENTS_MODEL_H
 #define DEXAGENTS_MODEL_H
 
@@ -48,6 +49,25 @@ DEXA_EXTERN int dexa_model_new(dexa_model **out, const char *name,
  * dexa_model_demo_new(3)). name is "mock/dex" or "mock/dex-mini"; any other
  * name starting with "mock/" is accepted too. */
 DEXA_EXTERN int dexa_model_demo_new(dexa_model **out, const char *name);
+
+/* Creates a model client from its name, as a worker's allow-list names it:
+ *   "openai/<model>"       OpenAI Responses API
+ *   "openai-chat/<model>"  Chat Completions: OpenAI, Ollama, vLLM, llama.cpp, ...
+ *   "anthropic/<model>"    Anthropic Messages API
+ *   "mock/<name>"          the demo model (no options)
+ * options_json (may be NULL or "{}") is an object with any of "base_url",
+ * "api_key", "api_key_env", "timeout_ms", "connect_timeout_ms",
+ * "max_output_tokens", "reasoning_effort", "reasoning_summary",
+ * "thinking_budget_tokens", "anthropic_version", "tool_choice",
+ * "parallel_tool_calls" (see dexa_model_client_new(3)). Without "api_key"
+ * the key is read from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY or
+ * "api_key_env") at each call; it is never logged or stored in session state.
+ * On error *out is NULL and errmsg (if not NULL) receives a message. Returns
+ * DEXA_OK, DEXA_E_INVALID_ARG (unknown provider prefix, empty model, a bad
+ * option value), DEXA_E_UNKNOWN_KEY (an option that is not known),
+ * DEXA_E_INVALID_JSON or DEXA_E_NOMEM. */
+DEXA_EXTERN int dexa_model_client_new(dexa_model **out, const char *name, const char *options_json,
+                                      size_t options_len, char *errmsg, size_t errmsg_size);
 
 /* Releases the caller's reference. NULL is a no-op. */
 DEXA_EXTERN void dexa_model_free(dexa_model *model);
