@@ -10,5 +10,6 @@
 #include "tools.h"
 #include "agent.h"
 #include "runtime.h"
+#include "http.h"
 
 #endif

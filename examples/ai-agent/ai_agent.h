@@ -1,0 +1,24 @@
+/* examples/ai-agent: the pieces of the AI Agent web example shared by its
+ * files.
+ *
+ * ai-agent.c        configuration (DEX_AGENT_*), the agent, the runtime,
+ *                   the libmicrohttpd daemon with the library's agent routes
+ * ai_agent_static.c the page: files of ui/ served under the prefix
+ * ai_agent_tools.c  host function tools: clock (READ), send_note (WRITE,
+ *                   needs approval) */
+#ifndef DEXA_EXAMPLE_AI_AGENT_H
+#define DEXA_EXAMPLE_AI_AGENT_H
+
+#include <dexagents/dexagents.h>
+#include <microhttpd.h>
+
+/* Creates the "host" tool source with clock and send_note. */
+int ai_agent_tools_new(dexa_tool_source **out);
+
+/* Serves url from the directory ui_dir when it is prefix + "/" (index.html)
+ * or prefix + "/NAME" of a file there; redirects "/" and prefix to
+ * prefix + "/"; 404 otherwise. Returns an MHD result. */
+enum MHD_Result ai_agent_serve_static(struct MHD_Connection *connection, const char *ui_dir,
+                                      const char *prefix, const char *url, const char *method);
+
+#endif

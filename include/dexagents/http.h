@@ -1,0 +1,144 @@
+/* libdexagents: browser helpers.
+ *
+ * Session tokens (HMAC-SHA256 of a session id under a key), Server-Sent
+ * Events frames of a session's event stream, and the agent HTTP routes of
+ * the AI Agent example, mountable in any libmicrohttpd daemon.
+ *
+ * This header needs no libmicrohttpd header: a connection is passed as
+ * void * and is a struct MHD_Connection *. */
+#ifndef DEXAGENTS_HTTP_H
+#define DEXAGENTS_HTTP_H
+
+#include "common.h"
+
+DEXA_BEGIN_DECLS
+
+/* Bytes of a session token with its terminating NUL: 64 hex digits + 1. */
+#define DEXA_HTTP_TOKEN_SIZE 65
+
+/* ---- session tokens ---------------------------------------------------- */
+
+/* Writes the session token of session_id: the lower-case hex of
+ * HMAC-SHA256(key, session_id), NUL-terminated, into out (at least
+ * DEXA_HTTP_TOKEN_SIZE bytes). Every process with the same key computes the
+ * same token, so nothing is stored. Returns DEXA_OK or DEXA_E_INVALID_ARG
+ * (NULL argument, empty key or session id, out_size too small). */
+DEXA_EXTERN int dexa_http_token_sign(const void *key, size_t key_len, const char *session_id,
+                                     char *out, size_t out_size);
+
+/* Checks token against the token of session_id under key, in constant time
+ * (the time does not depend on where the two differ). Returns DEXA_OK when
+ * it matches, DEXA_E_AUTH when it does not (or token is NULL or of another
+ * length), DEXA_E_INVALID_ARG (NULL key or session id, empty key). */
+DEXA_EXTERN int dexa_http_token_verify(const void *key, size_t key_len, const char *session_id,
+                                       const char *token);
+
+/* ---- Server-Sent Events ------------------------------------------------- */
+
+/* Formats one SSE frame: "id: ID\n" (when id is not NULL), "event: EVENT\n"
+ * (when event is not NULL), one "data: " line per line of data, and a blank
+ * line. *out (free with dexa_free) receives the frame. Returns DEXA_OK,
+ * DEXA_E_INVALID_ARG (NULL out, or a CR or LF in id or event) or
+ * DEXA_E_NOMEM. */
+DEXA_EXTERN int dexa_http_sse_frame(const char *id, const char *event, const char *data,
+                                    size_t data_len, char **out, size_t *out_len);
+
+/* Turns a dexa_runtime_read_events document ({"events":[{"token":..,
+ * "event":{..}}],"token":..}) into SSE frames, one per event: the id is the
+ * event's resume token (so a browser's Last-Event-ID resumes after it) and
+ * the data is the event document. *out receives "" for no events. Returns
+ * DEXA_OK, DEXA_E_INVALID_JSON (not such a document), DEXA_E_INVALID_ARG or
+ * DEXA_E_NOMEM. */
+DEXA_EXTERN int dexa_http_sse_frames(const char *events_json, size_t events_len, char **out,
+                                     size_t *out_len);
+
+/* ---- agent routes --------------------------------------------------------- */
+
+typedef struct dexa_http_agent_routes dexa_http_agent_routes;
+
+/* Options of dexa_http_agent_routes_new: a size-versioned struct.
+ * Initialize with dexa_http_agent_routes_options_init, then set fields. */
+typedef struct dexa_http_agent_routes_options {
+  uint32_t struct_size;
+  int32_t reserved0;
+  /* URL prefix of every route, without a trailing '/'. Default
+   * "/products/ai-agent". */
+  const char *prefix;
+  /* The key that signs session tokens. NULL: 32 random bytes are drawn by
+   * dexa_http_agent_routes_new, so the tokens of sessions started before a
+   * restart are no longer accepted. */
+  const void *session_key;
+  size_t session_key_len;
+  /* The models a session may pick (the runtime's agent allow-list); the
+   * first is the default. At least one. */
+  const char *const *models;
+  size_t model_count;
+  /* Shown by GET settings. Default "" and 0. */
+  const char *system_prompt;
+  int64_t context_window_tokens;
+  /* A JSON object whose members are added to the GET settings document
+   * (for example "mcp_tools"); NULL for none. */
+  const char *settings_extra_json;
+  /* Session ids are this prefix and a random UUID. Default "ai-agent-". */
+  const char *session_id_prefix;
+  /* Largest request body accepted (413 beyond). Default 2 MiB. */
+  int64_t max_body_bytes;
+  /* An open event stream sends a comment after this long without an event.
+   * Default 15000. */
+  int64_t heartbeat_ms;
+} dexa_http_agent_routes_options;
+
+/* Sets struct_size and every default. Returns DEXA_OK, DEXA_E_INVALID_ARG
+ * or DEXA_E_STRUCT_SIZE. */
+DEXA_EXTERN int dexa_http_agent_routes_options_init(dexa_http_agent_routes_options *options,
+                                                    size_t struct_size);
+
+/* Creates the agent routes over runtime (which must outlive them); options
+ * are copied. See dexa_http_agent_routes_new(3) for the routes. On error
+ * *out is NULL and errmsg (if not NULL) receives a message. Returns DEXA_OK,
+ * DEXA_E_INVALID_ARG (no model, bad prefix, settings_extra_json not an
+ * object), DEXA_E_STRUCT_SIZE, DEXA_E_IO (no random key could be drawn) or
+ * DEXA_E_NOMEM. */
+DEXA_EXTERN int dexa_http_agent_routes_new(dexa_http_agent_routes **out, dexa_runtime *runtime,
+                                           const dexa_http_agent_routes_options *options,
+                                           char *errmsg, size_t errmsg_size);
+
+/* Releases the routes. Stop the daemon first (no request may still run).
+ * NULL is a no-op. */
+DEXA_EXTERN void dexa_http_agent_routes_free(dexa_http_agent_routes *routes);
+
+/* Returns 1 when url (the path, without the query) is one of the routes'
+ * paths (under the prefix: settings, sessions, sessions/...), else 0. A
+ * host serves its other URLs itself. */
+DEXA_EXTERN int dexa_http_agent_routes_match(const dexa_http_agent_routes *routes,
+                                             const char *url);
+
+/* Handles one call of a libmicrohttpd access handler for a URL that
+ * dexa_http_agent_routes_match accepted; pass the handler's arguments
+ * (connection is a struct MHD_Connection *; request_state is the handler's
+ * con_cls / req_cls, owned by the routes for this request). Returns DEXA_OK
+ * (return MHD_YES) or a negative code (return MHD_NO: the connection is
+ * closed): DEXA_E_INVALID_ARG, DEXA_E_NOMEM, DEXA_E_IO. Thread-safe; the
+ * event stream blocks its connection's thread while it waits for events,
+ * so mount the routes in a daemon started with
+ * MHD_USE_THREAD_PER_CONNECTION. */
+DEXA_EXTERN int dexa_http_agent_routes_handle(dexa_http_agent_routes *routes, void *connection,
+                                              const char *url, const char *method,
+                                              const char *upload_data, size_t *upload_data_size,
+                                              void **request_state);
+
+/* Releases what the routes keep for one request; call it from the
+ * daemon's MHD_OPTION_NOTIFY_COMPLETED callback for every request whose
+ * con_cls the host does not use itself. *request_state NULL is a no-op; it
+ * is set to NULL. */
+DEXA_EXTERN void dexa_http_agent_routes_completed(dexa_http_agent_routes *routes,
+                                                  void **request_state);
+
+/* Ends every open event stream within a fraction of a second and refuses
+ * new ones (503). Call it before MHD_stop_daemon so the daemon stops at
+ * once. Thread-safe. */
+DEXA_EXTERN void dexa_http_agent_routes_shutdown(dexa_http_agent_routes *routes);
+
+DEXA_END_DECLS
+
+#endif
