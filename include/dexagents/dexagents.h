@@ -8,6 +8,7 @@
 #include "flow.h"
 #include "model.h"
 #include "tools.h"
+#include "mcp.h"
 #include "agent.h"
 #include "runtime.h"
 #include "http.h"
