@@ -18,6 +18,7 @@
  *   DEX_AGENT_LISTEN          HOST:PORT to listen on (127.0.0.1:8080)
  *   DEX_AGENT_THREADS         worker threads (4) */
 #include <arpa/inet.h>
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -27,13 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#if defined(__has_include)
-#if __has_include(<dexagents/mcp.h>)
-#include <dexagents/mcp.h>
-#define AI_AGENT_HAVE_MCP 1
-#endif
-#endif
 
 #include "ai_agent.h"
 
@@ -120,22 +114,22 @@ static int read_config(app *a) {
 
 /* ---- models ------------------------------------------------------------------------ */
 
-/* The demo models for "mock/..." names. A name of a real provider needs a
- * provider client from the library; this build has none, so it is left out
- * with a message (the first model left becomes the default). */
+/* The demo models for "mock/..." names; other names ("openai/...",
+ * "openai-chat/...", "anthropic/...") get the library's provider clients,
+ * which read their key from the environment (OPENAI_API_KEY,
+ * ANTHROPIC_API_KEY) at each call. A name that no client takes is left out
+ * with a message; the first model left is the default. */
 static int make_models(app *a) {
   size_t kept = 0;
   for (size_t i = 0; i < a->model_count; i++) {
     const char *name = a->model_names[i];
-    if (strncmp(name, "mock/", 5) != 0) {
-      fprintf(stderr, "ai-agent: model %s left out: this build has no client for it "
-                      "(use mock/dex or mock/dex-mini)\n", name);
-      free(a->model_names[i]);
-      continue;
-    }
-    int rc = dexa_model_demo_new(&a->models[kept], name);
+    char err[256] = "";
+    int rc = strncmp(name, "mock/", 5) == 0
+                 ? dexa_model_demo_new(&a->models[kept], name)
+                 : dexa_model_client_new(&a->models[kept], name, NULL, 0, err, sizeof err);
     if (rc != DEXA_OK) {
-      fprintf(stderr, "ai-agent: model %s: %s\n", name, dexa_strerror(rc));
+      fprintf(stderr, "ai-agent: model %s left out: %s%s%s\n", name, dexa_strerror(rc),
+              *err ? ": " : "", err);
       free(a->model_names[i]);
       continue;
     }
@@ -153,11 +147,10 @@ static int make_models(app *a) {
 
 /* ---- tools: host functions and MCP ---------------------------------------------------- */
 
-/* Adds the MCP servers of DEX_AGENT_MCP_CONFIG as tool sources, when the
- * library has MCP; the settings page lists the configured servers. */
+/* Adds the MCP servers of DEX_AGENT_MCP_CONFIG as tool sources (one per
+ * server); the settings page lists the configured servers. */
 static int add_mcp_sources(app *a) {
   const char *path = getenv("DEX_AGENT_MCP_CONFIG");
-#ifdef AI_AGENT_HAVE_MCP
   if (!path || !*path) return 0;
   dexa_mcp_config *cfg = NULL;
   dexa_tool_source **mcp = NULL;
@@ -181,34 +174,21 @@ static int add_mcp_sources(app *a) {
   a->mcp_count = n;
   printf("ai-agent: %zu MCP server%s from %s\n", n, n == 1 ? "" : "s", path);
   return 0;
-#else
-  if (path && *path)
-    printf("ai-agent: MCP is not available in this build of libdexagents; "
-           "DEX_AGENT_MCP_CONFIG (%s) is ignored\n", path);
-  return 0;
-#endif
 }
 
-/* {"mcp":{"available":..,"servers":[..]}} for the settings page. */
+/* {"mcp":{"available":true,"servers":[..]}} for the settings page. */
 static int make_settings_extra(app *a) {
-  size_t cap = 256;
-  for (size_t i = 0; i < a->mcp_count; i++)
-    cap += strlen(dexa_tool_source_name(a->sources[a->source_count - a->mcp_count + i])) + 8;
-  a->settings_extra = malloc(cap);
-  if (!a->settings_extra) return -1;
-#ifdef AI_AGENT_HAVE_MCP
-  const char *available = "true";
-#else
-  const char *available = "false";
-#endif
-  size_t n = (size_t)snprintf(a->settings_extra, cap, "{\"mcp\":{\"available\":%s,\"servers\":[",
-                              available);
-  for (size_t i = 0; i < a->mcp_count; i++) {
-    const char *name = dexa_tool_source_name(a->sources[a->source_count - a->mcp_count + i]);
-    n += (size_t)snprintf(a->settings_extra + n, cap - n, "%s\"%s\"", i ? "," : "", name);
-  }
-  snprintf(a->settings_extra + n, cap - n, "]}}");
-  return 0;
+  cJSON *doc = cJSON_CreateObject();
+  cJSON *mcp = cJSON_AddObjectToObject(doc, "mcp");
+  cJSON_AddBoolToObject(mcp, "available", 1);
+  cJSON *servers = cJSON_AddArrayToObject(mcp, "servers");
+  for (size_t i = a->source_count - a->mcp_count; i < a->source_count; i++)
+    cJSON_AddItemToArray(servers, cJSON_CreateString(dexa_tool_source_name(a->sources[i])));
+  char *text = cJSON_PrintUnformatted(doc);
+  cJSON_Delete(doc);
+  a->settings_extra = text ? strdup(text) : NULL;
+  cJSON_free(text);
+  return a->settings_extra ? 0 : -1;
 }
 
 static int make_tools(app *a) {

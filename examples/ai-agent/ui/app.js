@@ -416,6 +416,8 @@ function onEvent(ev) {
       break;
     case 'text_delta':
       live.text += ev.text || '';
+      // Counted so a test can tell that the answer streamed in.
+      document.body.dataset.textDeltas = String(Number(document.body.dataset.textDeltas || 0) + 1);
       renderLive();
       return; // live only: no snapshot reload
     case 'reasoning_delta':
@@ -458,6 +460,7 @@ function onEvent(ev) {
     default:
       break;
   }
+  if (TURN_END.has(ev.type)) state.activity = []; // the messages show what happened
   renderActivity();
   // Durable events change the snapshot: reload it (debounced); right away
   // at the end of a turn.
