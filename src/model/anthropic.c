@@ -88,8 +88,12 @@ static int put_messages(const dexa__client_cfg *cfg, const dexa_model_request *r
     rc = dexa__msg_at(req, i, &m);
     if (rc != DEXA_OK) break;
     if (strcmp(m.role, "model") == 0) {
-      if (!dexa__msg_is_native(&m, cfg->name)) put_foreign(&c, &m);
-      else if (!skip_block(m.item, m.item_len)) {
+      static const char *const thinking[] = {"thinking", "redacted_thinking", NULL};
+      int native = dexa__msg_is_native(&m, cfg->name, cfg->provider->prefix);
+      if (!native) put_foreign(&c, &m);
+      else if (native == 1 && dexa__item_type_is(&m, thinking)) {
+        /* signatures are bound to the model that made them: dropped */
+      } else if (!skip_block(m.item, m.item_len)) {
         open_role(&c, "assistant");
         dexa__buf_append(b, m.item, m.item_len); /* verbatim */
       }

@@ -93,7 +93,7 @@ static int put_messages(const dexa__client_cfg *cfg, const dexa_model_request *r
     rc = dexa__msg_at(req, i, &m);
     if (rc != DEXA_OK) break;
     int model = strcmp(m.role, "model") == 0;
-    if (model && !dexa__msg_is_native(&m, cfg->name)) {
+    if (model && !dexa__msg_is_native(&m, cfg->name, cfg->provider->prefix)) {
       add_foreign(&p, &m);
       dexa__msg_free(&m);
       continue;

@@ -57,7 +57,11 @@ static int put_input(const dexa__client_cfg *cfg, const dexa_model_request *req,
     int rc = dexa__msg_at(req, i, &m);
     if (rc != DEXA_OK) return rc;
     if (strcmp(m.role, "model") == 0) {
-      if (dexa__msg_is_native(&m, cfg->name)) {
+      static const char *const reasoning[] = {"reasoning", NULL};
+      int native = dexa__msg_is_native(&m, cfg->name, cfg->provider->prefix);
+      if (native == 1 && dexa__item_type_is(&m, reasoning)) {
+        /* another model's encrypted reasoning: dropped */
+      } else if (native) {
         if (!first) dexa__buf_putc(b, ',');
         first = 0;
         dexa__buf_append(b, m.item, m.item_len); /* verbatim */

@@ -37,8 +37,19 @@ void dexa__msg_free(dexa__msg *m) {
   memset(m, 0, sizeof *m);
 }
 
-int dexa__msg_is_native(const dexa__msg *m, const char *client_name) {
-  return m->item && m->model && strcmp(m->model, client_name) == 0;
+int dexa__msg_is_native(const dexa__msg *m, const char *client_name, const char *prefix) {
+  if (!m->item || !m->model) return 0;
+  if (strcmp(m->model, client_name) == 0) return 2;
+  return strncmp(m->model, prefix, strlen(prefix)) == 0 ? 1 : 0;
+}
+
+int dexa__item_type_is(const dexa__msg *m, const char *const *types) {
+  const char *t;
+  size_t tl;
+  if (!m->item || dexa__json_get(m->item, m->item_len, "type", &t, &tl) != 0 || tl < 2) return 0;
+  for (size_t i = 0; types[i]; i++)
+    if (strlen(types[i]) == tl - 2 && memcmp(t + 1, types[i], tl - 2) == 0) return 1;
+  return 0;
 }
 
 /* The value of a top-level member of the request, parsed (NULL if absent). */

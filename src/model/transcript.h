@@ -27,10 +27,15 @@ typedef struct dexa__msg {
 int dexa__msg_at(const dexa_model_request *req, size_t i, dexa__msg *m);
 void dexa__msg_free(dexa__msg *m);
 
-/* 1 when m is a model message whose item this client wrote (same client
- * name) and may be replayed verbatim; 0 when it must be translated from its
- * text and tool calls (another provider, another model, the demo model). */
-int dexa__msg_is_native(const dexa__msg *m, const char *client_name);
+/* 2 when m is a model message whose item this client wrote (same name);
+ * 1 when another model of the same provider (same prefix) wrote it: its
+ * item replays verbatim unless it is reasoning, which is bound to the model
+ * that made it (the provider drops it); 0 when it must be translated from
+ * its text and tool calls (another provider, the demo model). */
+int dexa__msg_is_native(const dexa__msg *m, const char *client_name, const char *prefix);
+
+/* 1 when the item's top-level "type" is one of the NULL-terminated types. */
+int dexa__item_type_is(const dexa__msg *m, const char *const *types);
 
 /* The system text: the request's instructions, then the compaction summary
  * (if any) under "Summary of the earlier conversation", then, in planning
