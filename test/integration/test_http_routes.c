@@ -1,0 +1,793 @@
+/* The browser helpers without a browser: session tokens (RFC 4231 vector,
+ * constant-time verify), SSE frames, and the agent routes mounted in a real
+ * libmicrohttpd daemon on 127.0.0.1 (an ephemeral port) driven with libcurl:
+ * every route, every error status (400, 403, 404, 405, 409, 413), bad
+ * input that changes nothing, no CORS headers, the event stream (ids are
+ * resume tokens, Last-Event-ID and resume_token resume, an invalid token
+ * gives 400) and shutdown ending open streams. */
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <dexagents/dexagents.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "testing.h"
+
+#define KEY "route-test-key"
+#define P "/products/ai-agent"
+
+static dexa_runtime *g_rt;
+static dexa_agent *g_agent;
+static dexa_http_agent_routes *g_routes;
+static struct MHD_Daemon *g_daemon;
+static char g_base[128];
+
+/* ---- fixture ------------------------------------------------------------------ */
+
+static int note_tool(void *u, const dexa_tool_invocation *inv, dexa_tool_output *out) {
+  (void)u;
+  (void)inv;
+  return dexa_tool_output_set_text(out, "noted", 5, 0);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls) {
+  (void)cls;
+  (void)version;
+  if (!dexa_http_agent_routes_match(g_routes, url)) {
+    static char nf[] = "not found";
+    struct MHD_Response *r = MHD_create_response_from_buffer(9, nf, MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ok = MHD_queue_response(c, 404, r);
+    MHD_destroy_response(r);
+    return ok;
+  }
+  return dexa_http_agent_routes_handle(g_routes, c, url, method, upload, upload_size, con_cls) ==
+                 DEXA_OK
+             ? MHD_YES
+             : MHD_NO;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+  (void)cls;
+  (void)c;
+  (void)toe;
+  dexa_http_agent_routes_completed(g_routes, con_cls);
+}
+
+static int setup(void) {
+  dexa_model *models[2] = {NULL, NULL};
+  dexa_tool_source *tools = NULL;
+  int rc = dexa_model_demo_new(&models[0], "mock/dex");
+  if (rc == DEXA_OK) rc = dexa_model_demo_new(&models[1], "mock/dex-mini");
+  if (rc == DEXA_OK) rc = dexa_function_tools_new(&tools, "host");
+  if (rc == DEXA_OK)
+    rc = dexa_function_tools_add(tools, "send_note", "Sends a note.", NULL, DEXA_TOOL_WRITE,
+                                 DEXA_APPROVAL_REQUIRED, note_tool, NULL);
+  dexa_agent_def def;
+  dexa_agent_def_init(&def, sizeof def);
+  def.models = models;
+  def.model_count = 2;
+  def.tool_sources = &tools;
+  def.tool_source_count = 1;
+  def.builtin_tools = DEXA_BUILTIN_ALL;
+  def.plan_mode_enabled = 1;
+  char err[256] = "";
+  if (rc == DEXA_OK) rc = dexa_agent_new(&g_agent, &def, err, sizeof err);
+  dexa_model_free(models[0]);
+  dexa_model_free(models[1]);
+  dexa_tool_source_free(tools);
+  dexa_runtime_options ro;
+  dexa_runtime_options_init(&ro, sizeof ro);
+  ro.store = ":memory:";
+  if (rc == DEXA_OK) rc = dexa_runtime_new(&g_rt, g_agent, &ro, err, sizeof err);
+  if (rc == DEXA_OK) rc = dexa_runtime_start(g_rt, 2);
+  const char *names[] = {"mock/dex", "mock/dex-mini"};
+  dexa_http_agent_routes_options o;
+  dexa_http_agent_routes_options_init(&o, sizeof o);
+  o.session_key = KEY;
+  o.session_key_len = strlen(KEY);
+  o.models = names;
+  o.model_count = 2;
+  o.system_prompt = "route test prompt";
+  o.context_window_tokens = 32000;
+  o.settings_extra_json = "{\"mcp_tools\":[{\"name\":\"files__read\"}],\"note\":\"x\"}";
+  o.max_body_bytes = 64 * 1024;
+  o.heartbeat_ms = 300;
+  if (rc == DEXA_OK) rc = dexa_http_agent_routes_new(&g_routes, g_rt, &o, err, sizeof err);
+  if (rc != DEXA_OK) {
+    fprintf(stderr, "setup: %s %s\n", dexa_error_name(rc), err);
+    return -1;
+  }
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  g_daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
+                              NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, &sa,
+                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+  if (!g_daemon) return -1;
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(g_daemon, MHD_DAEMON_INFO_BIND_PORT);
+  snprintf(g_base, sizeof g_base, "http://127.0.0.1:%u" P, (unsigned)info->port);
+  return 0;
+}
+
+static void teardown(void) {
+  dexa_http_agent_routes_shutdown(g_routes);
+  if (g_daemon) MHD_stop_daemon(g_daemon);
+  dexa_runtime_stop(g_rt);
+  dexa_http_agent_routes_free(g_routes);
+  dexa_runtime_free(g_rt);
+  dexa_agent_free(g_agent);
+}
+
+/* ---- an HTTP client --------------------------------------------------------------- */
+
+typedef struct resp {
+  long status;
+  char body[256 * 1024];
+  size_t len;
+  char headers[8192];
+  size_t hlen;
+  const char *stop_at; /* a stream: stop reading once the body contains this */
+} resp;
+
+static size_t on_body(char *p, size_t sz, size_t n, void *u) {
+  resp *r = u;
+  size_t k = sz * n, room = sizeof r->body - 1 - r->len;
+  memcpy(r->body + r->len, p, k < room ? k : room);
+  r->len += k < room ? k : room;
+  r->body[r->len] = '\0';
+  if (r->stop_at && strstr(r->body, r->stop_at)) return 0; /* abort the transfer */
+  return k;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *u) {
+  resp *r = u;
+  size_t k = sz * n, room = sizeof r->headers - 1 - r->hlen;
+  memcpy(r->headers + r->hlen, p, k < room ? k : room);
+  r->hlen += k < room ? k : room;
+  r->headers[r->hlen] = '\0';
+  return k;
+}
+
+/* method path (under the prefix) with the token header (NULL: none), a
+ * body (NULL: none) and one more header line (NULL: none). */
+static resp *http(const char *method, const char *path, const char *token, const char *body,
+                  const char *extra_header, const char *stop_at, long timeout_ms) {
+  static resp r;
+  memset(&r, 0, sizeof r);
+  r.stop_at = stop_at;
+  char url[512], th[160];
+  snprintf(url, sizeof url, "%s%s", g_base, path);
+  CURL *c = curl_easy_init();
+  struct curl_slist *h = NULL;
+  if (token) {
+    snprintf(th, sizeof th, "X-Agent-Session-Token: %s", token);
+    h = curl_slist_append(h, th);
+  }
+  if (extra_header) h = curl_slist_append(h, extra_header);
+  h = curl_slist_append(h, "Expect:");
+  if (body) h = curl_slist_append(h, "Content-Type: application/json");
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  if (body) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+  }
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms ? timeout_ms : 10000L);
+  curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+  curl_easy_perform(c);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  curl_easy_cleanup(c);
+  curl_slist_free_all(h);
+  return &r;
+}
+
+#define GET(path, token) http("GET", path, token, NULL, NULL, NULL, 0)
+#define POST(path, token, body) http("POST", path, token, body, NULL, NULL, 0)
+
+static void token_for(const char *id, char *out) {
+  dexa_http_token_sign(KEY, strlen(KEY), id, out, DEXA_HTTP_TOKEN_SIZE);
+}
+
+typedef struct session {
+  char id[128];
+  char token[DEXA_HTTP_TOKEN_SIZE];
+  char path[256]; /* "/sessions/<id>" */
+} session;
+
+static int start(session *s, const char *body) {
+  resp *r = POST("/sessions", NULL, body);
+  if (r->status != 200) return -1;
+  cJSON *d = cJSON_Parse(r->body);
+  const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(d, "session_id"));
+  const char *tk = cJSON_GetStringValue(cJSON_GetObjectItem(d, "session_token"));
+  snprintf(s->id, sizeof s->id, "%s", id ? id : "");
+  snprintf(s->token, sizeof s->token, "%s", tk ? tk : "");
+  snprintf(s->path, sizeof s->path, "/sessions/%s", s->id);
+  cJSON_Delete(d);
+  return id && tk ? 0 : -1;
+}
+
+static char *path_of(const session *s, const char *rest) {
+  static char buf[4][320];
+  static int i;
+  i = (i + 1) % 4;
+  snprintf(buf[i], sizeof buf[i], "%s%s", s->path, rest);
+  return buf[i];
+}
+
+/* Waits until the session has nothing ready or running. */
+static void idle(const session *s) { dexa_runtime_wait_idle(g_rt, s->id, 10000); }
+
+/* The snapshot as a cJSON tree (caller deletes). */
+static cJSON *snapshot(const session *s) {
+  resp *r = GET(s->path, s->token);
+  return r->status == 200 ? cJSON_Parse(r->body) : NULL;
+}
+
+static int error_name_is(const resp *r, const char *name) {
+  cJSON *d = cJSON_Parse(r->body);
+  const char *n = cJSON_GetStringValue(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(d, "error"), "name"));
+  int ok = n && strcmp(n, name) == 0;
+  cJSON_Delete(d);
+  return ok;
+}
+
+/* ---- tokens and frames -------------------------------------------------------------- */
+
+static void test_token_sign_rfc4231_vector(void) {
+  char out[DEXA_HTTP_TOKEN_SIZE];
+  CHECK_EQ_INT(dexa_http_token_sign("Jefe", 4, "what do ya want for nothing?", out, sizeof out),
+               DEXA_OK);
+  CHECK_STR(out, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  CHECK_EQ_INT(dexa_http_token_sign("Jefe", 4, "x", out, 64), DEXA_E_INVALID_ARG);
+  CHECK_EQ_INT(dexa_http_token_sign("", 0, "x", out, sizeof out), DEXA_E_INVALID_ARG);
+  CHECK_EQ_INT(dexa_http_token_sign("k", 1, "", out, sizeof out), DEXA_E_INVALID_ARG);
+}
+
+static void test_token_verify_refuses_every_other_token(void) {
+  char t[DEXA_HTTP_TOKEN_SIZE];
+  token_for("ai-agent-1", t);
+  CHECK_EQ_INT(dexa_http_token_verify(KEY, strlen(KEY), "ai-agent-1", t), DEXA_OK);
+  CHECK_EQ_INT(dexa_http_token_verify(KEY, strlen(KEY), "ai-agent-2", t), DEXA_E_AUTH);
+  CHECK_EQ_INT(dexa_http_token_verify("other", 5, "ai-agent-1", t), DEXA_E_AUTH);
+  CHECK_EQ_INT(dexa_http_token_verify(KEY, strlen(KEY), "ai-agent-1", NULL), DEXA_E_AUTH);
+  CHECK_EQ_INT(dexa_http_token_verify(KEY, strlen(KEY), "ai-agent-1", ""), DEXA_E_AUTH);
+  char longer[80];
+  snprintf(longer, sizeof longer, "%s0", t);
+  CHECK_EQ_INT(dexa_http_token_verify(KEY, strlen(KEY), "ai-agent-1", longer), DEXA_E_AUTH);
+  t[63] = t[63] == 'a' ? 'b' : 'a'; /* the last digit differs */
+  CHECK_EQ_INT(dexa_http_token_verify(KEY, strlen(KEY), "ai-agent-1", t), DEXA_E_AUTH);
+  CHECK_EQ_INT(dexa_http_token_verify(NULL, 0, "ai-agent-1", t), DEXA_E_INVALID_ARG);
+}
+
+static void test_sse_frame_splits_lines(void) {
+  char *out = NULL;
+  size_t len = 0;
+  CHECK_EQ_INT(dexa_http_sse_frame("t.1", "update", "a\nb\r\nc\rd", 8, &out, &len), DEXA_OK);
+  CHECK_STR(out, "id: t.1\nevent: update\ndata: a\ndata: b\ndata: c\ndata: d\n\n");
+  CHECK_EQ_INT(len, strlen(out));
+  dexa_free(out);
+  CHECK_EQ_INT(dexa_http_sse_frame(NULL, NULL, "x", 1, &out, NULL), DEXA_OK);
+  CHECK_STR(out, "data: x\n\n");
+  dexa_free(out);
+  CHECK_EQ_INT(dexa_http_sse_frame("a\nid: forged", NULL, "x", 1, &out, NULL), DEXA_E_INVALID_ARG);
+  CHECK(out == NULL);
+}
+
+static void test_sse_frames_of_an_events_document(void) {
+  const char *doc = "{\"events\":[{\"token\":\"e.1.0\",\"event\":{\"type\":\"a\"}},"
+                    "{\"token\":\"e.2.0\",\"event\":{\"type\":\"b\",\"text\":\"x\\ny\"}}],"
+                    "\"token\":\"e.2.0\"}";
+  char *out = NULL;
+  CHECK_EQ_INT(dexa_http_sse_frames(doc, strlen(doc), &out, NULL), DEXA_OK);
+  CHECK_STR(out, "id: e.1.0\ndata: {\"type\":\"a\"}\n\nid: e.2.0\ndata: {\"type\":\"b\","
+                 "\"text\":\"x\\ny\"}\n\n");
+  dexa_free(out);
+  CHECK_EQ_INT(dexa_http_sse_frames("{\"events\":[],\"token\":\"\"}", 24, &out, NULL), DEXA_OK);
+  CHECK_STR(out, "");
+  dexa_free(out);
+  CHECK_EQ_INT(dexa_http_sse_frames("{\"events\":[1]}", 14, &out, NULL), DEXA_E_INVALID_JSON);
+  CHECK_EQ_INT(dexa_http_sse_frames("nope", 4, &out, NULL), DEXA_E_INVALID_JSON);
+}
+
+static void test_routes_options_are_checked(void) {
+  dexa_http_agent_routes_options o;
+  CHECK_EQ_INT(dexa_http_agent_routes_options_init(&o, 8), DEXA_E_STRUCT_SIZE);
+  CHECK_EQ_INT(dexa_http_agent_routes_options_init(&o, sizeof o), DEXA_OK);
+  CHECK_STR(o.prefix, "/products/ai-agent");
+  dexa_http_agent_routes *r = NULL;
+  char err[128] = "";
+  CHECK_EQ_INT(dexa_http_agent_routes_new(&r, g_rt, &o, err, sizeof err), DEXA_E_INVALID_ARG);
+  CHECK_CONTAINS(err, "model");
+  const char *m[] = {"mock/dex"};
+  o.models = m;
+  o.model_count = 1;
+  o.prefix = "/trailing/";
+  CHECK_EQ_INT(dexa_http_agent_routes_new(&r, g_rt, &o, err, sizeof err), DEXA_E_INVALID_ARG);
+  o.prefix = "/x";
+  o.settings_extra_json = "[1]";
+  CHECK_EQ_INT(dexa_http_agent_routes_new(&r, g_rt, &o, err, sizeof err), DEXA_E_INVALID_ARG);
+  CHECK(r == NULL);
+  /* No key: a random one; a token signed under KEY is refused there. */
+  o.settings_extra_json = NULL;
+  CHECK_EQ_INT(dexa_http_agent_routes_new(&r, g_rt, &o, err, sizeof err), DEXA_OK);
+  CHECK_EQ_INT(dexa_http_agent_routes_match(r, "/x/settings"), 1);
+  CHECK_EQ_INT(dexa_http_agent_routes_match(r, "/x/sessions/abc/events"), 1);
+  CHECK_EQ_INT(dexa_http_agent_routes_match(r, "/x/"), 0);
+  CHECK_EQ_INT(dexa_http_agent_routes_match(r, "/x/app.js"), 0);
+  CHECK_EQ_INT(dexa_http_agent_routes_match(r, "/products/ai-agent/settings"), 0);
+  dexa_http_agent_routes_free(r);
+  dexa_http_agent_routes_free(NULL);
+}
+
+/* ---- routes -------------------------------------------------------------------------- */
+
+static void test_settings(void) {
+  resp *r = GET("/settings", NULL);
+  CHECK_EQ_INT(r->status, 200);
+  cJSON *d = cJSON_Parse(r->body);
+  CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(d, "model")), "mock/dex");
+  CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(d, "models")), 2);
+  CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(d, "system_prompt")), "route test prompt");
+  CHECK_EQ_INT(cJSON_GetObjectItem(d, "context_window_tokens")->valuedouble, 32000);
+  CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(d, "mcp_tools")), 1);
+  CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(d, "note")), "x");
+  cJSON_Delete(d);
+  CHECK_CONTAINS(r->headers, "Content-Type: application/json");
+  r = POST("/settings", NULL, "{}");
+  CHECK_EQ_INT(r->status, 405);
+  CHECK_CONTAINS(r->headers, "Allow: GET");
+}
+
+static void test_start_session(void) {
+  session s;
+  CHECK(start(&s, "{\"model\":\"mock/dex-mini\"}") == 0);
+  CHECK(strncmp(s.id, "ai-agent-", 9) == 0 && strlen(s.id) == 9 + 36);
+  CHECK(s.id[9 + 14] == '4'); /* a version 4 UUID */
+  char expected[DEXA_HTTP_TOKEN_SIZE];
+  token_for(s.id, expected);
+  CHECK_STR(s.token, expected);
+  cJSON *snap = snapshot(&s);
+  CHECK_STR(cJSON_GetStringValue(
+                cJSON_GetObjectItem(cJSON_GetObjectItem(snap, "session"), "model")),
+            "mock/dex-mini");
+  cJSON_Delete(snap);
+  session d; /* no body: the default model */
+  CHECK(start(&d, NULL) == 0);
+  snap = snapshot(&d);
+  CHECK_STR(cJSON_GetStringValue(
+                cJSON_GetObjectItem(cJSON_GetObjectItem(snap, "session"), "model")),
+            "mock/dex");
+  cJSON_Delete(snap);
+  CHECK(strcmp(d.id, s.id) != 0);
+}
+
+static void test_start_session_bad_requests(void) {
+  resp *r = POST("/sessions", NULL, "{\"model\":\"gpt-secret\"}");
+  CHECK_EQ_INT(r->status, 400);
+  CHECK_CONTAINS(r->body, "model must be one of the models in /settings");
+  CHECK_EQ_INT(POST("/sessions", NULL, "{\"model\":7}")->status, 400);
+  CHECK_EQ_INT(POST("/sessions", NULL, "{\"model\":")->status, 400);
+  CHECK_EQ_INT(POST("/sessions", NULL, "[]")->status, 400);
+  r = POST("/sessions", NULL, "{\"model\":\"mock/dex\",\"session_id\":\"mine\"}");
+  CHECK_EQ_INT(r->status, 400);
+  CHECK(error_name_is(r, "DEXA_E_UNKNOWN_KEY"));
+  r = GET("/sessions", NULL);
+  CHECK_EQ_INT(r->status, 405);
+  CHECK_CONTAINS(r->headers, "Allow: POST");
+  /* A body over max_body_bytes (64 KiB here). */
+  size_t n = 100 * 1024;
+  char *big = malloc(n + 32);
+  CHECK(big);
+  memcpy(big, "{\"model\":\"", 10);
+  memset(big + 10, 'a', n);
+  strcpy(big + 10 + n, "\"}");
+  r = POST("/sessions", NULL, big);
+  free(big);
+  CHECK_EQ_INT(r->status, 413);
+  CHECK(error_name_is(r, "DEXA_E_TOO_LARGE"));
+  CHECK_EQ_INT(GET("/sessions/x/nothing/here", NULL)->status, 403);
+}
+
+static void test_every_session_route_checks_the_token(void) {
+  session s, other;
+  CHECK(start(&s, NULL) == 0 && start(&other, NULL) == 0);
+  struct {
+    const char *method, *rest, *body;
+  } routes[] = {
+      {"GET", "", NULL},
+      {"POST", "/messages", "{\"text\":\"hi\"}"},
+      {"GET", "/messages", NULL},
+      {"POST", "/queue/delete", "{\"message_id\":\"m1\"}"},
+      {"POST", "/queue/steer", "{\"message_id\":\"m1\"}"},
+      {"POST", "/stop", "{}"},
+      {"POST", "/approvals", "{\"call_id\":\"c\",\"decision\":\"approve\"}"},
+      {"POST", "/answers", "{\"call_id\":\"c\",\"answer\":\"a\"}"},
+      {"POST", "/plan/execute", "{\"revision\":1}"},
+      {"GET", "/events", NULL},
+  };
+  const char *tokens[] = {NULL, "", "0000", other.token};
+  for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+    for (size_t t = 0; t < 4; t++) {
+      resp *r = http(routes[i].method, path_of(&s, routes[i].rest), tokens[t], routes[i].body,
+                     NULL, NULL, 0);
+      if (r->status != 403) fprintf(stderr, "    %s %s token %zu: %ld\n", routes[i].method,
+                                    routes[i].rest, t, r->status);
+      CHECK_EQ_INT(r->status, 403);
+      CHECK_CONTAINS(r->body, "this browser has no token for the AI Agent session");
+    }
+  }
+  /* Nothing reached the session. */
+  cJSON *snap = snapshot(&s);
+  CHECK(snap);
+  CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "messages")), 0);
+  CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "queue")), 0);
+  cJSON_Delete(snap);
+  /* A token in the query string is not a token. */
+  char q[400];
+  snprintf(q, sizeof q, "%s?token=%s", s.path, s.token);
+  CHECK_EQ_INT(GET(q, NULL)->status, 403);
+}
+
+static void test_missing_session_is_404(void) {
+  session m;
+  snprintf(m.id, sizeof m.id, "ai-agent-00000000-0000-4000-8000-000000000000");
+  token_for(m.id, m.token);
+  snprintf(m.path, sizeof m.path, "/sessions/%s", m.id);
+  resp *r = GET(m.path, m.token);
+  CHECK_EQ_INT(r->status, 404);
+  CHECK_CONTAINS(r->body, "missing");
+  CHECK_EQ_INT(POST(path_of(&m, "/messages"), m.token, "{\"text\":\"hi\"}")->status, 404);
+  CHECK_EQ_INT(POST(path_of(&m, "/stop"), m.token, "{}")->status, 404);
+  CHECK_EQ_INT(GET(path_of(&m, "/events"), m.token)->status, 404);
+  CHECK_EQ_INT(GET(path_of(&m, "/messages"), m.token)->status, 404);
+  /* An id the runtime could never have made, with its own valid token. */
+  char bad[DEXA_HTTP_TOKEN_SIZE];
+  token_for("a b", bad);
+  CHECK_EQ_INT(GET("/sessions/a%20b", bad)->status, 404);
+}
+
+static void test_unknown_routes_and_methods(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  CHECK_EQ_INT(GET(path_of(&s, "/nothing"), s.token)->status, 404);
+  resp *r = GET(path_of(&s, "/stop"), s.token);
+  CHECK_EQ_INT(r->status, 405);
+  CHECK_CONTAINS(r->headers, "Allow: POST");
+  r = http("DELETE", path_of(&s, "/messages"), s.token, NULL, NULL, NULL, 0);
+  CHECK_EQ_INT(r->status, 405);
+  CHECK_CONTAINS(r->headers, "Allow: GET, POST");
+  CHECK_EQ_INT(POST(path_of(&s, "/events"), s.token, "{}")->status, 405);
+}
+
+static void test_send_message_and_bad_bodies_change_nothing(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  const char *bad[] = {"{\"text\":", "\"hi\"", "{\"text\":5}", "{\"text\":\"hi\",\"plan_mode\":1}",
+                       "{\"plan_mode\":true}", "{\"text\":\"hi\",\"extra\":1}", "{\"text\":\"  \"}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    resp *r = POST(path_of(&s, "/messages"), s.token, bad[i]);
+    if (r->status != 400) fprintf(stderr, "    body %s: %ld %s\n", bad[i], r->status, r->body);
+    CHECK_EQ_INT(r->status, 400);
+    CHECK_CONTAINS(r->body, "\"error\"");
+  }
+  cJSON *snap = snapshot(&s);
+  CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "messages")), 0);
+  CHECK_EQ_INT(cJSON_GetObjectItem(cJSON_GetObjectItem(snap, "turn"), "turn")->valuedouble, 0);
+  cJSON_Delete(snap);
+  resp *r = POST(path_of(&s, "/messages"), s.token, "{\"text\":\"hello routes\"}");
+  CHECK_EQ_INT(r->status, 200);
+  CHECK_CONTAINS(r->body, "\"message_id\"");
+  idle(&s);
+  snap = snapshot(&s);
+  char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(snap, "messages"));
+  cJSON_Delete(snap);
+  int ok = text && strstr(text, "Local demo response: hello routes") != NULL;
+  free(text);
+  CHECK(ok);
+}
+
+static void test_approve_and_reject_with_conflicts(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  resp *r = POST(path_of(&s, "/approvals"), s.token, "{\"call_id\":\"nope\",\"decision\":\"approve\"}");
+  CHECK_EQ_INT(r->status, 409);
+  CHECK(error_name_is(r, "DEXA_E_NOT_PENDING"));
+  CHECK_EQ_INT(POST(path_of(&s, "/approvals"), s.token, "{\"call_id\":\"x\"}")->status, 400);
+  CHECK_EQ_INT(POST(path_of(&s, "/messages"), s.token,
+                    "{\"text\":\"/tool send_note {\\\"text\\\":\\\"a\\\"}\\n/tool send_note {}\"}")
+                   ->status,
+               200);
+  idle(&s);
+  cJSON *snap = snapshot(&s);
+  cJSON *pending = cJSON_GetObjectItem(snap, "pending");
+  CHECK_EQ_INT(cJSON_GetArraySize(pending), 2);
+  char a[64], b[64], body[200];
+  snprintf(a, sizeof a, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(pending, 0), "call_id")));
+  snprintf(b, sizeof b, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(pending, 1), "call_id")));
+  cJSON_Delete(snap);
+  snprintf(body, sizeof body, "{\"call_id\":\"%s\",\"decision\":\"maybe\"}", a);
+  CHECK_EQ_INT(POST(path_of(&s, "/approvals"), s.token, body)->status, 400);
+  snprintf(body, sizeof body, "{\"call_id\":\"%s\",\"decision\":\"approve\"}", a);
+  CHECK_EQ_INT(POST(path_of(&s, "/approvals"), s.token, body)->status, 200);
+  r = POST(path_of(&s, "/approvals"), s.token, body); /* twice */
+  CHECK_EQ_INT(r->status, 409);
+  snprintf(body, sizeof body, "{\"call_id\":\"%s\",\"decision\":\"reject\",\"note\":\"no\"}", b);
+  CHECK_EQ_INT(POST(path_of(&s, "/approvals"), s.token, body)->status, 200);
+  idle(&s);
+  snap = snapshot(&s);
+  char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(snap, "messages"));
+  cJSON_Delete(snap);
+  int ok = text && strstr(text, "\"status\":\"ok\"") && strstr(text, "\"status\":\"rejected\"");
+  free(text);
+  CHECK(ok);
+}
+
+static void test_answer_question(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  CHECK_EQ_INT(POST(path_of(&s, "/answers"), s.token, "{\"call_id\":\"c\",\"answer\":\"x\"}")->status,
+               409);
+  CHECK_EQ_INT(POST(path_of(&s, "/messages"), s.token, "{\"text\":\"/choose Which | A | B\"}")->status,
+               200);
+  idle(&s);
+  cJSON *snap = snapshot(&s);
+  cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItem(snap, "pending"), 0);
+  CHECK(p);
+  char body[200];
+  snprintf(body, sizeof body, "{\"call_id\":\"%s\",\"answer\":7}",
+           cJSON_GetStringValue(cJSON_GetObjectItem(p, "call_id")));
+  CHECK_EQ_INT(POST(path_of(&s, "/answers"), s.token, body)->status, 400);
+  snprintf(body, sizeof body, "{\"call_id\":\"%s\",\"answer\":\"B\"}",
+           cJSON_GetStringValue(cJSON_GetObjectItem(p, "call_id")));
+  cJSON_Delete(snap);
+  CHECK_EQ_INT(POST(path_of(&s, "/answers"), s.token, body)->status, 200);
+  idle(&s);
+  snap = snapshot(&s);
+  CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "pending")), 0);
+  cJSON_Delete(snap);
+}
+
+static void test_queue_steer_delete_and_stop(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  resp *r = POST(path_of(&s, "/stop"), s.token, "{}");
+  if (r->status != 409) fprintf(stderr, "    stop when idle: %ld %s\n", r->status, r->body);
+  CHECK_EQ_INT(r->status, 409); /* nothing to stop */
+  CHECK_EQ_INT(POST(path_of(&s, "/stop"), s.token, "{\"now\":true}")->status, 400);
+  CHECK_EQ_INT(POST(path_of(&s, "/queue/delete"), s.token, "{\"message_id\":\"m9\"}")->status, 404);
+  CHECK_EQ_INT(POST(path_of(&s, "/queue/steer"), s.token, "{}")->status, 400);
+  CHECK_EQ_INT(POST(path_of(&s, "/messages"), s.token, "{\"text\":\"/wait 30 hold\"}")->status, 200);
+  idle(&s);
+  CHECK_EQ_INT(POST(path_of(&s, "/messages"), s.token, "{\"text\":\"second\"}")->status, 200);
+  CHECK_EQ_INT(POST(path_of(&s, "/messages"), s.token, "{\"text\":\"third\"}")->status, 200);
+  CHECK_EQ_INT(POST(path_of(&s, "/queue/delete"), s.token, "{\"message_id\":\"m3\"}")->status, 200);
+  CHECK_EQ_INT(POST(path_of(&s, "/queue/delete"), s.token, "{\"message_id\":\"m3\"}")->status, 404);
+  CHECK_EQ_INT(POST(path_of(&s, "/queue/steer"), s.token, "{\"message_id\":\"m2\"}")->status, 200);
+  idle(&s);
+  cJSON *snap = snapshot(&s);
+  char *text = cJSON_PrintUnformatted(snap);
+  cJSON_Delete(snap);
+  int ok = text && strstr(text, "Local demo response: second") && !strstr(text, "third");
+  free(text);
+  CHECK(ok);
+  CHECK_EQ_INT(POST(path_of(&s, "/messages"), s.token, "{\"text\":\"/wait 30 again\"}")->status, 200);
+  idle(&s);
+  CHECK_EQ_INT(POST(path_of(&s, "/stop"), s.token, "{}")->status, 200);
+  idle(&s);
+  snap = snapshot(&s);
+  CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(snap, "turn"), "status")),
+            "cancelled");
+  cJSON_Delete(snap);
+}
+
+static void test_execute_plan_refuses_a_stale_revision(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  CHECK_EQ_INT(POST(path_of(&s, "/plan/execute"), s.token, "{\"revision\":\"1\"}")->status, 400);
+  CHECK_EQ_INT(POST(path_of(&s, "/plan/execute"), s.token, "{\"revision\":1.5}")->status, 400);
+  CHECK_EQ_INT(POST(path_of(&s, "/messages"), s.token, "{\"text\":\"plan it\",\"plan_mode\":true}")->status,
+               200);
+  idle(&s);
+  resp *r = POST(path_of(&s, "/plan/execute"), s.token, "{\"revision\":99}");
+  CHECK_EQ_INT(r->status, 409);
+  CHECK(error_name_is(r, "DEXA_E_STALE_REVISION"));
+  CHECK_EQ_INT(POST(path_of(&s, "/plan/execute"), s.token, "{\"revision\":1}")->status, 200);
+  idle(&s);
+  cJSON *snap = snapshot(&s);
+  CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(snap, "plan"), "status")),
+            "completed");
+  cJSON_Delete(snap);
+}
+
+static void test_older_messages(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  for (int i = 0; i < 3; i++) {
+    CHECK_EQ_INT(POST(path_of(&s, "/messages"), s.token, "{\"text\":\"x\"}")->status, 200);
+    idle(&s);
+  }
+  resp *r = GET(path_of(&s, "/messages?before_seq=5&limit=2"), s.token);
+  CHECK_EQ_INT(r->status, 200);
+  cJSON *d = cJSON_Parse(r->body);
+  cJSON *m = cJSON_GetObjectItem(d, "messages");
+  CHECK_EQ_INT(cJSON_GetArraySize(m), 2);
+  CHECK_EQ_INT(cJSON_GetObjectItem(cJSON_GetArrayItem(m, 0), "seq")->valuedouble, 3);
+  CHECK(cJSON_IsTrue(cJSON_GetObjectItem(d, "has_more")));
+  cJSON_Delete(d);
+  CHECK_EQ_INT(GET(path_of(&s, "/messages?before_seq=abc"), s.token)->status, 400);
+  CHECK_EQ_INT(GET(path_of(&s, "/messages?limit=-1"), s.token)->status, 400);
+  CHECK_EQ_INT(GET(path_of(&s, "/messages?limit=0"), s.token)->status, 400);
+  CHECK_EQ_INT(GET(path_of(&s, "/messages?limit=201"), s.token)->status, 400);
+}
+
+static void test_no_cors_headers(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  resp *r = http("GET", "/settings", NULL, NULL, "Origin: http://evil.example", NULL, 0);
+  CHECK(!strstr(r->headers, "Access-Control-"));
+  r = http("OPTIONS", s.path, NULL, NULL, "Origin: http://evil.example", NULL, 0);
+  CHECK(!strstr(r->headers, "Access-Control-"));
+  r = http("GET", s.path, s.token, NULL, "Origin: http://evil.example", NULL, 0);
+  CHECK_EQ_INT(r->status, 200);
+  CHECK(!strstr(r->headers, "Access-Control-"));
+}
+
+/* The ids of the frames in body, in order, joined by ' '. */
+static void frame_ids(const char *body, char *out, size_t size) {
+  out[0] = '\0';
+  for (const char *p = body; (p = strstr(p, "id: ")) != NULL; p += 4) {
+    if (p != body && p[-1] != '\n') continue;
+    size_t n = strcspn(p + 4, "\n");
+    size_t used = strlen(out);
+    snprintf(out + used, size - used, "%s%.*s", used ? " " : "", (int)n, p + 4);
+  }
+}
+
+static void test_event_stream_ids_resume_and_bad_tokens(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  CHECK_EQ_INT(POST(path_of(&s, "/messages"), s.token, "{\"text\":\"stream me\"}")->status, 200);
+  idle(&s);
+  /* From the start: every event, each with its resume token as id. */
+  resp *r = http("GET", path_of(&s, "/events"), s.token, NULL, NULL, "turn_finished", 5000);
+  CHECK_EQ_INT(r->status, 200);
+  CHECK_CONTAINS(r->headers, "Content-Type: text/event-stream");
+  CHECK(!strstr(r->headers, "Access-Control-"));
+  CHECK_CONTAINS(r->body, "retry: ");
+  CHECK_CONTAINS(r->body, "\"type\":\"session_started\"");
+  CHECK_CONTAINS(r->body, "\"type\":\"text_delta\"");
+  char all[4096];
+  frame_ids(r->body, all, sizeof all);
+  CHECK(strlen(all) > 0);
+  /* The snapshot's resume token comes after every event so far. */
+  cJSON *snap = snapshot(&s);
+  char resume[256];
+  snprintf(resume, sizeof resume, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(snap, "resume_token")));
+  cJSON_Delete(snap);
+  CHECK(strstr(all, resume) != NULL);
+  /* Last-Event-ID of the second event: the stream goes on from the third. */
+  char second[256], header[300];
+  const char *sp = strchr(all, ' ');
+  CHECK(sp);
+  size_t n = strcspn(sp + 1, " ");
+  snprintf(second, sizeof second, "%.*s", (int)n, sp + 1);
+  snprintf(header, sizeof header, "Last-Event-ID: %s", second);
+  r = http("GET", path_of(&s, "/events"), s.token, NULL, header, "turn_finished", 5000);
+  CHECK_EQ_INT(r->status, 200);
+  char resumed[4096];
+  frame_ids(r->body, resumed, sizeof resumed);
+  CHECK_STR(resumed, sp + 1 + n + 1); /* exactly the ids after the second */
+  CHECK(!strstr(r->body, "session_started"));
+  /* resume_token (the snapshot's): only what comes after it, here a new turn. */
+  char q[512];
+  snprintf(q, sizeof q, "%s?resume_token=%s", path_of(&s, "/events"), resume);
+  CHECK_EQ_INT(POST(path_of(&s, "/messages"), s.token, "{\"text\":\"after snapshot\"}")->status, 200);
+  r = http("GET", q, s.token, NULL, NULL, "turn_finished", 5000);
+  CHECK_EQ_INT(r->status, 200);
+  CHECK_CONTAINS(r->body, "after snapshot");
+  CHECK(!strstr(r->body, "stream me"));
+  /* Last-Event-ID wins over the query parameter. */
+  snprintf(q, sizeof q, "%s?resume_token=garbage", path_of(&s, "/events"));
+  snprintf(header, sizeof header, "Last-Event-ID: %s", resume);
+  r = http("GET", q, s.token, NULL, header, "turn_finished", 5000);
+  CHECK_EQ_INT(r->status, 200);
+  /* Invalid tokens: 400 and the page's cue to reload the snapshot. */
+  const char *bad[] = {"garbage", "1.2.3.4.5", "ffffffff.999999.0"};
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(q, sizeof q, "%s?resume_token=%s", path_of(&s, "/events"), bad[i]);
+    r = GET(q, s.token);
+    if (r->status != 400) fprintf(stderr, "    token %s: %ld\n", bad[i], r->status);
+    CHECK_EQ_INT(r->status, 400);
+    CHECK_CONTAINS(r->body, "the resume token is not valid; reload the snapshot");
+  }
+  r = http("GET", path_of(&s, "/events"), s.token, NULL, "Last-Event-ID: nonsense", NULL, 0);
+  CHECK_EQ_INT(r->status, 400);
+}
+
+static void test_event_stream_heartbeat_and_live_events(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  idle(&s);
+  cJSON *snap = snapshot(&s);
+  char q[512];
+  snprintf(q, sizeof q, "%s?resume_token=%s", path_of(&s, "/events"),
+           cJSON_GetStringValue(cJSON_GetObjectItem(snap, "resume_token")));
+  cJSON_Delete(snap);
+  /* Nothing happens: a comment after heartbeat_ms (300 here). */
+  resp *r = http("GET", q, s.token, NULL, NULL, ": keep-alive", 5000);
+  CHECK_EQ_INT(r->status, 200);
+  CHECK_CONTAINS(r->body, ": keep-alive\n\n");
+}
+
+static void *shutdown_later(void *arg) {
+  (void)arg;
+  struct timespec ts = {0, 300 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  dexa_http_agent_routes_shutdown(g_routes);
+  return NULL;
+}
+
+static void test_shutdown_ends_open_streams(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  pthread_t t;
+  pthread_create(&t, NULL, shutdown_later, NULL);
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  resp *r = http("GET", path_of(&s, "/events"), s.token, NULL, NULL, NULL, 8000);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  pthread_join(t, NULL);
+  long ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+  CHECK_EQ_INT(r->status, 200);
+  CHECK(ms < 3000);
+  CHECK_EQ_INT(GET(path_of(&s, "/events"), s.token)->status, 503);
+}
+
+int main(void) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (setup() != 0) {
+    printf("FAIL setup\n0 passed, 1 failed\n");
+    return 1;
+  }
+  RUN(test_token_sign_rfc4231_vector);
+  RUN(test_token_verify_refuses_every_other_token);
+  RUN(test_sse_frame_splits_lines);
+  RUN(test_sse_frames_of_an_events_document);
+  RUN(test_routes_options_are_checked);
+  RUN(test_settings);
+  RUN(test_start_session);
+  RUN(test_start_session_bad_requests);
+  RUN(test_every_session_route_checks_the_token);
+  RUN(test_missing_session_is_404);
+  RUN(test_unknown_routes_and_methods);
+  RUN(test_send_message_and_bad_bodies_change_nothing);
+  RUN(test_approve_and_reject_with_conflicts);
+  RUN(test_answer_question);
+  RUN(test_queue_steer_delete_and_stop);
+  RUN(test_execute_plan_refuses_a_stale_revision);
+  RUN(test_older_messages);
+  RUN(test_no_cors_headers);
+  RUN(test_event_stream_ids_resume_and_bad_tokens);
+  RUN(test_event_stream_heartbeat_and_live_events);
+  RUN(test_shutdown_ends_open_streams);
+  teardown();
+  curl_global_cleanup();
+  TEST_MAIN_END();
+}
