@@ -78,7 +78,7 @@ ABI_BASELINE := abi/libdexagents.abi
 
 .DELETE_ON_ERROR:
 .PHONY: all lib-shared lib-static deps deps-check deps-valgrind examples tests bench run check \
-  check-asan check-valgrind check-abi abi-update install install-shared install-static \
+  check-asan check-valgrind check-abi abi-update fuzz install install-shared install-static \
   install-includes install-man install-pc uninstall clean help
 
 all: lib-shared lib-static
@@ -139,6 +139,23 @@ examples: $(EXAMPLES)
 
 bench: $(BENCH_BINS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
+
+# ---- fuzzing (clang libFuzzer) ---------------------------------------------
+# `make fuzz` builds every test/fuzz/fuzz_*.c as build-fuzz/test/fuzz/NAME
+# (ASan + UBSan); run one on its corpus, e.g.
+#   build-fuzz/test/fuzz/fuzz_model_sse test/fuzz/corpus/fuzz_model_sse
+# `make check` replays the corpora without clang (test/unit/test_model_fuzz_replay.c).
+FUZZ_SRCS := $(sort $(wildcard test/fuzz/fuzz_*.c))
+FUZZ_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer
+fuzz:
+	@$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz LIBOUT=build-fuzz/lib OPT="-O1 -g" \
+	  SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" lib-static
+	@mkdir -p build-fuzz/test/fuzz
+	@for f in $(FUZZ_SRCS); do \
+	  echo "fuzz: build-fuzz/test/fuzz/$$(basename $$f .c)"; \
+	  clang $(TEST_CFLAGS) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer $$f build-fuzz/lib/libdexagents.a \
+	    $(LIBS) -o build-fuzz/test/fuzz/$$(basename $$f .c) || exit 1; \
+	done
 
 # ---- Debian packages -----------------------------------------------------
 # Installs what is missing when root (apt-get update only then); otherwise
@@ -239,11 +256,11 @@ uninstall:
 	  $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/man7/*.7)))
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out
 
 help:
 	@echo "targets: all lib-shared lib-static deps examples tests check check-asan check-valgrind"
-	@echo "         bench run install uninstall check-abi abi-update clean"
+	@echo "         bench run install uninstall check-abi abi-update fuzz clean"
 	@echo "install: PREFIX=$(PREFIX) DESTDIR= LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"
 	@echo "         MANDIR=$(MANDIR) PKGCONFIGDIR=$(PKGCONFIGDIR)"
 	@echo "version: $(VERSION) (SONAME $(SONAME))"

@@ -40,7 +40,10 @@ static void usage(FILE *f) {
   fputs("usage: chat [--store PATH] [--model NAME] [--threads N] [--resume SESSION_ID]\n"
         "            [--list] [--help]\n"
         "  --store PATH      SQLite store (default dexagents-chat.db)\n"
-        "  --model NAME      mock/dex (default) or mock/dex-mini, for a new session\n"
+        "  --model NAME      mock/dex (default), mock/dex-mini, or a provider model:\n"
+        "                    openai/MODEL, openai-chat/MODEL, anthropic/MODEL (key from\n"
+        "                    OPENAI_API_KEY / ANTHROPIC_API_KEY; base URL from\n"
+        "                    OPENAI_BASE_URL / ANTHROPIC_BASE_URL); give it with --resume too\n"
         "  --resume ID       continue session ID from the store\n"
         "  --list            list the sessions of the store and exit\n"
         "  --threads N       worker threads (default 2)\n"
@@ -341,22 +344,33 @@ int main(int argc, char **argv) {
   }
   c.interactive = isatty(STDIN_FILENO);
   int status = 1;
-  dexa_model *models[2] = {NULL, NULL};
+  dexa_model *models[3] = {NULL, NULL, NULL};
+  size_t model_count = 0;
   dexa_tool_source *tools = NULL;
   dexa_agent *agent = NULL;
   char *notes = notes_path_for(c.store);
   char err[256] = "";
 
   int rc = notes ? DEXA_OK : DEXA_E_NOMEM;
-  if (rc == DEXA_OK) rc = dexa_model_demo_new(&models[0], "mock/dex");
-  if (rc == DEXA_OK) rc = dexa_model_demo_new(&models[1], "mock/dex-mini");
+  /* A provider model named by --model (openai/..., openai-chat/...,
+   * anthropic/...; the key comes from the environment) is the default; the
+   * demo models stay in the allow-list. */
+  static const char *const demos[] = {"mock/dex", "mock/dex-mini"};
+  if (rc == DEXA_OK && c.model && strncmp(c.model, "mock/", 5) != 0) {
+    rc = dexa_model_client_new(&models[0], c.model, NULL, 0, err, sizeof err);
+    if (rc == DEXA_OK) model_count++;
+  }
+  for (size_t i = 0; i < 2 && rc == DEXA_OK; i++) {
+    rc = dexa_model_client_new(&models[model_count], demos[i], NULL, 0, err, sizeof err);
+    if (rc == DEXA_OK) model_count++;
+  }
   if (rc == DEXA_OK) rc = chat_tools_new(&tools, notes);
   if (rc == DEXA_OK) {
     dexa_agent_def def;
     dexa_agent_def_init(&def, sizeof def);
     def.instructions = "You are a helpful assistant in a terminal chat.";
     def.models = models;
-    def.model_count = 2;
+    def.model_count = model_count;
     def.tool_sources = &tools;
     def.tool_source_count = 1;
     rc = dexa_agent_new(&agent, &def, err, sizeof err);
@@ -396,8 +410,7 @@ cleanup:
   dexa_runtime_free(c.rt);
   dexa_agent_free(agent);
   dexa_tool_source_free(tools);
-  dexa_model_free(models[0]);
-  dexa_model_free(models[1]);
+  for (size_t i = 0; i < model_count; i++) dexa_model_free(models[i]);
   free(c.token);
   free(notes);
   return status;
