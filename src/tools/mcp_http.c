@@ -176,9 +176,13 @@ static struct curl_slist *add_header(struct curl_slist *l, const char *name, con
   return n;
 }
 
-static struct curl_slist *common_headers(dexa__mcp_http *h, const char *session, const char *method) {
+/* The headers of every request, starting with Accept (so the list is never
+ * empty: NULL means out of memory). */
+static struct curl_slist *common_headers(dexa__mcp_http *h, const char *session, const char *method,
+                                         const char *accept) {
   dexa__mcp_client *c = h->c;
-  struct curl_slist *l = NULL;
+  struct curl_slist *l = add_header(NULL, "Accept", accept);
+  if (!l) return NULL;
   for (size_t i = 0; i < c->cfg.headerc; i++)
     if (!(l = add_header(l, c->cfg.headers[i].key, c->cfg.headers[i].value))) return NULL;
   const char *version = c->era == DEXA__MCP_ERA_MODERN ? "2026-07-28" : c->version;
@@ -288,9 +292,8 @@ int dexa__mcp_http_post(dexa__mcp_http *h, uint64_t generation, const char *body
                         int64_t deadline_ms, char *err, size_t err_size) {
   dexa__mcp_client *c = h->c;
   char *session = c->era == DEXA__MCP_ERA_MODERN ? NULL : session_copy(h);
-  struct curl_slist *hd = common_headers(h, session, method);
+  struct curl_slist *hd = common_headers(h, session, method, "application/json, text/event-stream");
   if (hd) hd = add_header(hd, "Content-Type", "application/json");
-  if (hd) hd = add_header(hd, "Accept", "application/json, text/event-stream");
   if (hd && c->era == DEXA__MCP_ERA_MODERN && method) {
     hd = add_header(hd, "Mcp-Method", method);
     if (hd && name) {
@@ -329,8 +332,7 @@ int dexa__mcp_http_post(dexa__mcp_http *h, uint64_t generation, const char *body
     sleep_ms(wait);
     free(session);
     session = session_copy(h);
-    hd = common_headers(h, session, NULL);
-    if (hd) hd = add_header(hd, "Accept", "text/event-stream");
+    hd = common_headers(h, session, NULL, "text/event-stream");
     if (hd) hd = add_header(hd, "Last-Event-ID", x.sse.last_id);
     if (!hd) {
       rc = DEXA_E_NOMEM;
@@ -350,7 +352,7 @@ int dexa__mcp_http_post(dexa__mcp_http *h, uint64_t generation, const char *body
 void dexa__mcp_http_end_session(dexa__mcp_http *h) {
   char *session = session_copy(h);
   if (!session) return;
-  struct curl_slist *hd = common_headers(h, session, NULL);
+  struct curl_slist *hd = common_headers(h, session, NULL, "*/*");
   if (hd) {
     xfer x;
     xfer_init(&x, h, 0, "", dexa__mcp_now_ms() + 2000);
