@@ -2,7 +2,9 @@
 # include/dexagents/version.h, the one place it is written.
 #
 #   make              the libraries: lib/libdexagents.so.1.x.y (+ symlinks), lib/libdexagents.a
-#   make run          install missing packages (as root), build, start examples/chat
+#   make run          install missing packages (as root), build, start the AI Agent web
+#                     example at http://127.0.0.1:8080/products/ai-agent/
+#   make run-chat     the same for the terminal chat (examples/chat)
 #   make check        install missing packages (as root), build, run every test
 #   make check-asan   the same tests under ASan + UBSan (build dir build-asan)
 #   make install      PREFIX=/usr/local DESTDIR= LIBDIR= INCLUDEDIR= MANDIR= PKGCONFIGDIR=
@@ -69,15 +71,21 @@ DEPFILES = $(OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BIN
 DEB_BUILD := gcc make binutils pkg-config libcjson-dev libcurl4-openssl-dev libmbedtls-dev \
   libmicrohttpd-dev libsqlite3-dev libpq-dev
 DEB_CHECK := g++ clang abigail-tools groff-base man-db
+# The AI Agent page's browser tests (test/e2e) drive Debian's chromium.
+DEB_E2E := chromium
 DEB_VALGRIND := valgrind
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ASAN_BUILD := build-asan
 RUN_STORE ?= dexagents-chat.db
+# make run: the AI Agent reads DEX_AGENT_* from the environment; variables set
+# on the command line are exported too (make run DEX_AGENT_MODELS=mock/dex-mini).
+DEX_AGENT_STORE ?= ai-agent.db
+DEX_AGENT_LISTEN ?= 127.0.0.1:8080
 ABI_BASELINE := abi/libdexagents.abi
 
 .DELETE_ON_ERROR:
-.PHONY: all lib-shared lib-static deps deps-check deps-valgrind examples tests bench run check \
+.PHONY: all lib-shared lib-static deps deps-check deps-valgrind examples tests bench run run-chat check \
   check-asan check-valgrind check-abi abi-update fuzz install install-shared install-static \
   install-includes install-man install-pc uninstall clean help
 
@@ -180,16 +188,22 @@ endef
 deps:
 	$(call apt_missing,$(DEB_BUILD))
 deps-check:
-	$(call apt_missing,$(DEB_BUILD) $(DEB_CHECK))
+	$(call apt_missing,$(DEB_BUILD) $(DEB_CHECK) $(DEB_E2E))
 deps-valgrind:
 	$(call apt_missing,$(DEB_BUILD) $(DEB_CHECK) $(DEB_VALGRIND))
 
 # ---- the two set-up commands ---------------------------------------------
-run:
+run-chat:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all examples
 	@test -x examples/chat/chat || { echo "run: examples/chat/chat is not built (no sources yet)"; exit 1; }
 	examples/chat/chat --store $(RUN_STORE)
+
+run:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory all examples
+	@test -x examples/ai-agent/ai-agent || { echo "run: examples/ai-agent/ai-agent is not built"; exit 1; }
+	DEX_AGENT_STORE='$(DEX_AGENT_STORE)' DEX_AGENT_LISTEN='$(DEX_AGENT_LISTEN)' examples/ai-agent/ai-agent
 
 # The build runs with -k and may fail: test/run counts what did not build as
 # failed, so the last line is always the total.
@@ -260,7 +274,7 @@ clean:
 
 help:
 	@echo "targets: all lib-shared lib-static deps examples tests check check-asan check-valgrind"
-	@echo "         bench run install uninstall check-abi abi-update fuzz clean"
+	@echo "         bench run run-chat install uninstall check-abi abi-update fuzz clean"
 	@echo "install: PREFIX=$(PREFIX) DESTDIR= LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"
 	@echo "         MANDIR=$(MANDIR) PKGCONFIGDIR=$(PKGCONFIGDIR)"
 	@echo "version: $(VERSION) (SONAME $(SONAME))"
