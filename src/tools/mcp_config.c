@@ -189,9 +189,9 @@ static int parse_server(parse_ctx *p, dexa__mcp_server_cfg *s, const cJSON *obj)
   if (type && type != transport)
     return fail(p, DEXA_E_INVALID_ARG, "%s.type: does not match %s", path,
                 transport == DEXA__MCP_STDIO ? "command" : "url");
-  if (transport == DEXA__MCP_STDIO && s->headerc)
+  if (transport == DEXA__MCP_STDIO && s->headers)
     return fail(p, DEXA_E_INVALID_ARG, "%s.headers: only for http servers", path);
-  if (transport == DEXA__MCP_HTTP && (s->argc || s->envc || s->cwd))
+  if (transport == DEXA__MCP_HTTP && (s->args || s->env || s->cwd))
     return fail(p, DEXA_E_INVALID_ARG, "%s: args, env and cwd are only for stdio servers", path);
   s->transport = transport;
   return DEXA_OK;
