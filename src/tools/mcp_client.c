@@ -11,7 +11,7 @@
  * server/discover request first (2026-07-28, stateless: every request then
  * carries _meta with the protocol version and client capabilities); any
  * other answer means the legacy era (initialize handshake, offering
- * 2025-11-25 and accepting 2025-06-18). */
+ * 2025-11-25 and accepting 2025-06-18 and 2025-03-26). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +23,7 @@
 
 #define LEGACY_LATEST "2025-11-25"
 #define LEGACY_OLDER "2025-06-18"
+#define LEGACY_OLDEST "2025-03-26"
 #define MODERN "2026-07-28"
 #define DISCOVER_TIMEOUT_MS 5000
 #define RETRY_DOWN_AFTER_MS 1000 /* a failed connect is not retried sooner */
@@ -434,9 +435,11 @@ static int initialize(dexa__mcp_client *c, int64_t timeout_ms, char *err, size_t
   int rc = request_on(c, current_gen(c), "initialize", params, timeout_ms, &res, NULL, err, err_size);
   if (rc != DEXA_OK) return rc;
   const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "protocolVersion"));
-  if (!v || (strcmp(v, LEGACY_LATEST) != 0 && strcmp(v, LEGACY_OLDER) != 0)) {
-    snprintf(err, err_size, "the server answered protocol version %.40s; we speak %s and %s",
-             v ? v : "(none)", LEGACY_LATEST, LEGACY_OLDER);
+  /* 2025-03-26 differs for a client only in batching, which we never send. */
+  if (!v || (strcmp(v, LEGACY_LATEST) != 0 && strcmp(v, LEGACY_OLDER) != 0 &&
+             strcmp(v, LEGACY_OLDEST) != 0)) {
+    snprintf(err, err_size, "the server answered protocol version %.40s; we speak %s, %s and %s",
+             v ? v : "(none)", LEGACY_LATEST, LEGACY_OLDER, LEGACY_OLDEST);
     cJSON_Delete(res);
     return DEXA_E_UNSUPPORTED;
   }

