@@ -154,7 +154,7 @@ bench: $(BENCH_BINS)
 #   build-fuzz/test/fuzz/fuzz_model_sse test/fuzz/corpus/fuzz_model_sse
 # `make check` replays the corpora without clang (test/unit/test_model_fuzz_replay.c).
 FUZZ_SRCS := $(sort $(wildcard test/fuzz/fuzz_*.c))
-FUZZ_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 fuzz:
 	@$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz LIBOUT=build-fuzz/lib OPT="-O1 -g" \
 	  SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" lib-static

@@ -229,12 +229,12 @@ static void an_free(void *state) {
 }
 
 static block *block_at(an_state *s, const cJSON *ev, int create) {
-  const cJSON *idx = cJSON_GetObjectItemCaseSensitive(ev, "index");
-  if (!cJSON_IsNumber(idx) || idx->valuedouble < 0 || idx->valuedouble >= DEXA__MODEL_MAX_PARTS) {
+  int64_t idx;
+  if (!dexa__jcount(ev, "index", &idx) || idx >= DEXA__MODEL_MAX_PARTS) {
     dexa__decoder_fail(s->d, DEXA_E_TRANSIENT, "a content block event without a valid index");
     return NULL;
   }
-  size_t i = (size_t)idx->valuedouble;
+  size_t i = (size_t)idx;
   if (i >= s->nblocks) {
     if (!create) {
       dexa__decoder_fail(s->d, DEXA_E_TRANSIENT, "a delta for content block %zu that never started", i);
@@ -347,14 +347,15 @@ static void usage_from(an_state *s, const cJSON *u) {
   int64_t in = 0;
   int has_in = 0;
   for (int i = 0; i < 3; i++) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(u, in_keys[i]);
-    if (cJSON_IsNumber(v) && v->valuedouble > 0) in += (int64_t)v->valuedouble;
-    if (cJSON_IsNumber(v)) has_in = 1;
+    int64_t v;
+    if (dexa__jcount(u, in_keys[i], &v)) {
+      in += v;
+      has_in = 1;
+    }
   }
   if (has_in) s->input_tokens = in; /* cumulative: the newest counts */
-  const cJSON *out = cJSON_GetObjectItemCaseSensitive(u, "output_tokens");
-  if (cJSON_IsNumber(out) && out->valuedouble >= 0) s->output_tokens = (int64_t)out->valuedouble;
-  if (has_in || cJSON_IsNumber(out)) s->has_usage = 1;
+  int has_out = dexa__jcount(u, "output_tokens", &s->output_tokens);
+  if (has_in || has_out) s->has_usage = 1;
 }
 
 static int an_event(void *state, const char *event, const char *data, size_t len) {

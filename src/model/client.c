@@ -64,8 +64,8 @@ static int opt_str(const cJSON *v, char **slot, const char *const *allowed) {
 }
 
 static int opt_i64(const cJSON *v, int64_t *slot, int64_t min, int64_t max) {
-  if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
-      v->valuedouble < (double)min || v->valuedouble > (double)max)
+  if (!cJSON_IsNumber(v) || !(v->valuedouble >= (double)min && v->valuedouble <= (double)max) ||
+      v->valuedouble != (double)(int64_t)v->valuedouble)
     return DEXA_E_INVALID_ARG;
   *slot = (int64_t)v->valuedouble;
   return DEXA_OK;

@@ -70,6 +70,13 @@ int dexa__decoder_tool_call(dexa__decoder *d, const char *call_id, const char *n
   return DEXA_OK;
 }
 
+int dexa__jcount(const cJSON *obj, const char *key, int64_t *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 9007199254740992.0)) return 0;
+  *out = (int64_t)v->valuedouble;
+  return 1;
+}
+
 const char *dexa__jstr(const cJSON *obj, const char *key) {
   return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(obj, key));
 }

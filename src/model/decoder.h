@@ -42,6 +42,11 @@ void dexa__decoder_emit(dexa__decoder *d, int kind, const char *text, size_t len
 int dexa__decoder_tool_call(dexa__decoder *d, const char *call_id, const char *name,
                             const char *arguments, size_t len);
 
+/* A number member that is an integer in [0, 2^53] (JSON numbers from a
+ * stream may be anything: never cast an out-of-range double). Returns 1
+ * and sets *out, else 0. */
+int dexa__jcount(const cJSON *obj, const char *key, int64_t *out);
+
 /* A string member or NULL. */
 const char *dexa__jstr(const cJSON *obj, const char *key);
 

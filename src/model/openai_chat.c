@@ -253,10 +253,14 @@ static int set_once(cc_state *s, char **slot, const char *v) {
 static int tool_fragments(cc_state *s, const cJSON *frags) {
   const cJSON *f;
   cJSON_ArrayForEach(f, frags) {
-    const cJSON *idx = cJSON_GetObjectItemCaseSensitive(f, "index");
     const char *id = dexa__jstr(f, "id");
     size_t index;
-    if (cJSON_IsNumber(idx) && idx->valuedouble >= 0) index = (size_t)idx->valuedouble;
+    int64_t idx;
+    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(f, "index"))) {
+      if (!dexa__jcount(f, "index", &idx) || idx >= DEXA__MODEL_MAX_PARTS)
+        return dexa__decoder_fail(s->d, DEXA_E_MODEL, "a tool call index that is out of range");
+      index = (size_t)idx;
+    }
     else index = (id || !s->ncalls) ? s->ncalls : s->ncalls - 1; /* servers without index */
     call *c = call_at(s, index);
     if (!c) return s->d->rc;
@@ -280,14 +284,13 @@ static int chunk(cc_state *s, const cJSON *ev) {
                                                                     : "no message");
   }
   const cJSON *usage = cJSON_GetObjectItemCaseSensitive(ev, "usage");
-  const cJSON *in = cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens");
-  const cJSON *out = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens");
-  if (cJSON_IsNumber(in) && cJSON_IsNumber(out) && in->valuedouble >= 0 && out->valuedouble >= 0)
-    dexa_model_reply_set_usage(s->d->reply, (int64_t)in->valuedouble, (int64_t)out->valuedouble);
+  int64_t in, out;
+  if (dexa__jcount(usage, "prompt_tokens", &in) && dexa__jcount(usage, "completion_tokens", &out))
+    dexa_model_reply_set_usage(s->d->reply, in, out);
   const cJSON *choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(ev, "choices"), 0);
   if (!choice) return DEXA_OK;
   const cJSON *ci = cJSON_GetObjectItemCaseSensitive(choice, "index");
-  if (cJSON_IsNumber(ci) && ci->valuedouble != 0) return DEXA_OK; /* n > 1: only the first */
+  if (cJSON_IsNumber(ci) && ci->valuedouble != 0.0) return DEXA_OK; /* n > 1: only the first */
   const cJSON *delta = cJSON_GetObjectItemCaseSensitive(choice, "delta");
   const char *t = dexa__jstr(delta, "content");
   if (t && *t) {

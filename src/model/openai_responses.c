@@ -206,10 +206,9 @@ static int keep_item(rs_state *s, int64_t index, const char *json, size_t len) {
 
 static void set_usage(rs_state *s, const cJSON *response) {
   const cJSON *u = cJSON_GetObjectItemCaseSensitive(response, "usage");
-  const cJSON *in = cJSON_GetObjectItemCaseSensitive(u, "input_tokens");
-  const cJSON *out = cJSON_GetObjectItemCaseSensitive(u, "output_tokens");
-  if (cJSON_IsNumber(in) && cJSON_IsNumber(out) && in->valuedouble >= 0 && out->valuedouble >= 0)
-    dexa_model_reply_set_usage(s->d->reply, (int64_t)in->valuedouble, (int64_t)out->valuedouble);
+  int64_t in, out;
+  if (dexa__jcount(u, "input_tokens", &in) && dexa__jcount(u, "output_tokens", &out))
+    dexa_model_reply_set_usage(s->d->reply, in, out);
 }
 
 static int fail_with(rs_state *s, const cJSON *err, const char *what) {
@@ -257,13 +256,13 @@ static int rs_event(void *state, const char *event, const char *data, size_t len
   } else if (!strcmp(type, "response.output_item.done")) {
     const char *item;
     size_t item_len;
-    const cJSON *idx = cJSON_GetObjectItemCaseSensitive(ev, "output_index");
+    int64_t idx;
+    if (!dexa__jcount(ev, "output_index", &idx)) idx = (int64_t)s->count;
     if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(ev, "item")) ||
         dexa__json_get(data, len, "item", &item, &item_len) != 0)
       rc = dexa__decoder_fail(s->d, DEXA_E_TRANSIENT, "response.output_item.done without an item");
     else
-      rc = keep_item(s, cJSON_IsNumber(idx) ? (int64_t)idx->valuedouble : (int64_t)s->count, item,
-                     item_len);
+      rc = keep_item(s, idx, item, item_len);
   } else if (!strcmp(type, "response.completed")) {
     rc = terminal(s, ev, data, len);
   } else if (!strcmp(type, "response.incomplete")) {

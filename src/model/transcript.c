@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dexagents/errors.h"
+#include "model/decoder.h"
 #include "util/json_span.h"
 
 int dexa__msg_at(const dexa_model_request *req, size_t i, dexa__msg *m) {
@@ -26,8 +27,7 @@ int dexa__msg_at(const dexa_model_request *req, size_t i, dexa__msg *m) {
   m->name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "name"));
   m->status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "status"));
   m->output = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "output"));
-  const cJSON *r = cJSON_GetObjectItemCaseSensitive(d, "round");
-  m->round = cJSON_IsNumber(r) ? (int64_t)r->valuedouble : 0;
+  if (!dexa__jcount(d, "round", &m->round)) m->round = 0;
   if (dexa__json_get(s, n, "item", &m->item, &m->item_len) != 0) m->item = NULL;
   return DEXA_OK;
 }
@@ -63,10 +63,11 @@ static cJSON *head_member(const dexa_model_request *req, const char *key) {
 
 static void put_plan(dexa__buf *out, const cJSON *plan) {
   const cJSON *todos = cJSON_GetObjectItemCaseSensitive(plan, "todos");
-  const cJSON *rev = cJSON_GetObjectItemCaseSensitive(plan, "revision");
+  int64_t rev = 0;
+  dexa__jcount(plan, "revision", &rev);
   if (!cJSON_IsArray(todos) || cJSON_GetArraySize(todos) == 0) return;
   dexa__buf_printf(out, "%sCurrent plan (revision %lld):\n", out->len ? "\n\n" : "",
-                   cJSON_IsNumber(rev) ? (long long)rev->valuedouble : 0LL);
+                   (long long)rev);
   int i = 0;
   const cJSON *t;
   cJSON_ArrayForEach(t, todos) {
