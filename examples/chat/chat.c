@@ -5,6 +5,7 @@
  *   chat [--store PATH] [--model NAME] [--threads N]   start a new session
  *   chat --resume SESSION_ID                          continue one after a restart
  *   chat --list                                       list the store's sessions
+ *   chat --mcp-config FILE                            also the tools of MCP servers
  *
  * The demo model needs no credential: plain text is echoed, "/model" names
  * the session's model, "/fail N" fails the first N model attempts, and
@@ -34,6 +35,7 @@ typedef struct chat {
   char session_id[128];
   char *token; /* resume token of the next event to read (malloc'd) */
   int interactive;
+  const char *mcp_config; /* "mcpServers" JSON file, or NULL */
 } chat;
 
 static void usage(FILE *f) {
@@ -47,6 +49,7 @@ static void usage(FILE *f) {
         "  --resume ID       continue session ID from the store\n"
         "  --list            list the sessions of the store and exit\n"
         "  --threads N       worker threads (default 2)\n"
+        "  --mcp-config FILE MCP servers (\"mcpServers\" JSON) whose tools the agent gets\n"
         "Each input line is one message; end a line with '\\' to continue it.\n"
         "Demo commands: /model, /fail N, /tool clock {}, /tool note {\"text\":\"hi\"}\n",
         f);
@@ -70,7 +73,8 @@ static int parse_args(chat *c, int argc, char **argv) {
       continue;
     }
     int known = strcmp(a, "--store") == 0 || strcmp(a, "--model") == 0 ||
-                strcmp(a, "--resume") == 0 || strcmp(a, "--threads") == 0;
+                strcmp(a, "--resume") == 0 || strcmp(a, "--threads") == 0 ||
+                strcmp(a, "--mcp-config") == 0;
     if (!known || !v) {
       fprintf(stderr, known ? "chat: %s needs a value\n" : "chat: unknown option %s\n", a);
       return -1;
@@ -78,6 +82,7 @@ static int parse_args(chat *c, int argc, char **argv) {
     if (strcmp(a, "--store") == 0) c->store = v;
     else if (strcmp(a, "--model") == 0) c->model = v;
     else if (strcmp(a, "--resume") == 0) c->resume = v;
+    else if (strcmp(a, "--mcp-config") == 0) c->mcp_config = v;
     else if (strcmp(a, "--threads") == 0) {
       char *end;
       long n = strtol(v, &end, 10);
@@ -337,7 +342,7 @@ static char *notes_path_for(const char *store) {
 }
 
 int main(int argc, char **argv) {
-  chat c = {"dexagents-chat.db", "mock/dex", NULL, 0, 2, NULL, {0}, NULL, 0};
+  chat c = {"dexagents-chat.db", "mock/dex", NULL, 0, 2, NULL, {0}, NULL, 0, NULL};
   if (parse_args(&c, argc, argv) != 0) {
     usage(stderr);
     return 2;
@@ -365,14 +370,32 @@ int main(int argc, char **argv) {
     if (rc == DEXA_OK) model_count++;
   }
   if (rc == DEXA_OK) rc = chat_tools_new(&tools, notes);
+  /* MCP servers: one tool source each, after the host tools. */
+  dexa_tool_source **mcp = NULL, **sources = NULL;
+  size_t mcp_count = 0;
+  if (rc == DEXA_OK && c.mcp_config) {
+    dexa_mcp_config *mc = NULL;
+    char *shown = NULL;
+    rc = dexa_mcp_config_load(&mc, c.mcp_config, NULL, 0, err, sizeof err);
+    if (rc == DEXA_OK && dexa_mcp_config_redacted_json(mc, &shown, NULL) == DEXA_OK)
+      fprintf(stderr, "chat: MCP servers %s\n", shown); /* never the secrets */
+    dexa_free(shown);
+    if (rc == DEXA_OK) rc = dexa_mcp_tool_sources_new(&mcp, &mcp_count, mc);
+    dexa_mcp_config_free(mc);
+  }
+  if (rc == DEXA_OK && !(sources = calloc(mcp_count + 1, sizeof *sources))) rc = DEXA_E_NOMEM;
+  if (rc == DEXA_OK) {
+    sources[0] = tools;
+    for (size_t i = 0; i < mcp_count; i++) sources[i + 1] = mcp[i];
+  }
   if (rc == DEXA_OK) {
     dexa_agent_def def;
     dexa_agent_def_init(&def, sizeof def);
     def.instructions = "You are a helpful assistant in a terminal chat.";
     def.models = models;
     def.model_count = model_count;
-    def.tool_sources = &tools;
-    def.tool_source_count = 1;
+    def.tool_sources = sources;
+    def.tool_source_count = 1 + mcp_count;
     rc = dexa_agent_new(&agent, &def, err, sizeof err);
   }
   if (rc != DEXA_OK) {
@@ -410,6 +433,8 @@ cleanup:
   dexa_runtime_free(c.rt);
   dexa_agent_free(agent);
   dexa_tool_source_free(tools);
+  dexa_mcp_tool_sources_free(mcp, mcp_count);
+  free(sources);
   for (size_t i = 0; i < model_count; i++) dexa_model_free(models[i]);
   free(c.token);
   free(notes);
