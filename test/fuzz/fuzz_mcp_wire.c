@@ -3,7 +3,7 @@
  * decoder and the SSE chunk size. Build and run:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -Isrc \
  *     test/fuzz/fuzz_mcp_wire.c src/tools/mcp_wire.c src/util/buf.c -lcjson -o fuzz_mcp_wire
- *   ./fuzz_mcp_wire test/fuzz/corpus/mcp_wire
+ *   ./fuzz_mcp_wire test/fuzz/corpus/fuzz_mcp_wire
  * test/unit/test_mcp_wire.c replays the corpus in `make check`. */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* The MCP wire decoders: JSON-RPC classification (ids, errors without ids,
  * batches refused), the SSE parser (fields, comments, CRLF, split feeds,
  * retry, the size limit), Mcp-Name header values; and a replay of the fuzz
- * corpus (test/fuzz/corpus/mcp_wire) through the libFuzzer target. */
+ * corpus (test/fuzz/corpus/fuzz_mcp_wire) through the libFuzzer target. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,7 +106,7 @@ static void test_header_values_plain_or_base64(void) {
 }
 
 static void test_fuzz_corpus_replays(void) {
-  const char *dirname = "test/fuzz/corpus/mcp_wire";
+  const char *dirname = "test/fuzz/corpus/fuzz_mcp_wire";
   DIR *d = opendir(dirname);
   CHECK(d);
   int files = 0;
