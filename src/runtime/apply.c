@@ -35,22 +35,25 @@ static int apply_publishes(dexa__store_conn *c, const char *sid, const dexa_resu
   return DEXA_OK;
 }
 
+/* Appends the result's events with consecutive sequence numbers taken in
+ * one update of the session row. */
 static int apply_events(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
                         const dexa_result *res) {
   size_t n = dexa_result_event_count(res);
-  for (size_t i = 0; i < n; i++) {
+  if (n == 0) return DEXA_OK;
+  int64_t last = 0;
+  int rc = c->ops->session_bump_events(c, sid, (int64_t)n, &last);
+  for (size_t i = 0; i < n && rc == DEXA_OK; i++) {
     const char *json;
     size_t len;
-    int64_t seq = 0;
-    int rc = dexa_result_event_at(res, i, &json, &len);
-    if (rc == DEXA_OK) rc = c->ops->session_bump_events(c, sid, &seq);
+    int64_t seq = last - (int64_t)n + 1 + (int64_t)i;
+    rc = dexa_result_event_at(res, i, &json, &len);
     if (rc == DEXA_OK) rc = c->ops->event_append(c, sid, seq, json, len);
     /* Trim in steps of 64 so retention costs one delete per 64 appends. */
     if (rc == DEXA_OK && rt->events_retained > 0 && seq > rt->events_retained && seq % 64 == 0)
       rc = c->ops->event_trim(c, sid, seq - rt->events_retained);
-    if (rc != DEXA_OK) return rc;
   }
-  return DEXA_OK;
+  return rc;
 }
 
 int dexa__apply_effects(dexa_runtime *rt, dexa__store_conn *c, const char *sid,

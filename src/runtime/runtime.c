@@ -175,6 +175,8 @@ DEXA_EXTERN int dexa_runtime_new(dexa_runtime **out, const dexa_agent *agent,
 DEXA_EXTERN void dexa_runtime_free(dexa_runtime *rt) {
   if (!rt) return;
   dexa_runtime_stop(rt);
+  for (dexa_task *t; (t = dexa__claimed_pop(rt));) dexa_task_abandon(rt, t);
+  free(rt->claimed);
   dexa__heartbeat_stop(rt);
   /* Tasks still claimed are resumed by the next process after their lease. */
   while (rt->inflight) {

@@ -124,6 +124,9 @@ typedef struct dexa__op {
   void *arg;
   int rc;
   int done;
+  /* Async ops (dexa__gc_submit) are heap-allocated; after their batch the
+   * leader calls release(arg, rc) and frees the op. */
+  void (*release)(dexa_runtime *rt, void *arg, int rc);
   struct dexa__op *next;
 } dexa__op;
 
@@ -131,6 +134,13 @@ typedef struct dexa__op {
  * once that transaction is durable (or failed): fn's return, or the commit's
  * error. fn's changes are rolled back when it returns an error. */
 int dexa__gc_run(dexa_runtime *rt, dexa__op_fn fn, void *arg);
+
+/* Queues fn(arg) for the next batch without waiting for its commit when a
+ * batch is already being written (it joins the next one); otherwise runs it
+ * now like dexa__gc_run. release(rt, arg, rc) runs after its commit either
+ * way, and owns arg. Returns DEXA_OK or DEXA_E_NOMEM (release not called). */
+int dexa__gc_submit(dexa_runtime *rt, dexa__op_fn fn, void *arg,
+                    void (*release)(dexa_runtime *rt, void *arg, int rc));
 
 /* ---- tasks ---------------------------------------------------------------- */
 struct dexa_task {
@@ -145,6 +155,13 @@ struct dexa_task {
 };
 
 /* ---- the runtime ---------------------------------------------------------- */
+/* Tasks claimed in one batch beyond the first (see dexa__poll_batch). */
+#define DEXA__CLAIM_BATCH 8
+typedef struct dexa__taskq {
+  dexa_task *items[DEXA__CLAIM_BATCH];
+  int count;
+} dexa__taskq;
+
 struct dexa_runtime {
   const dexa_agent *agent;
   dexa__dispatch_fn dispatch;
@@ -169,6 +186,9 @@ struct dexa_runtime {
   int stopping; /* worker threads should return */
   int closing;  /* the heartbeat should return */
   dexa_task *inflight;
+  /* Batch-claimed tasks no worker has started yet, oldest first. */
+  dexa_task **claimed;
+  size_t claimed_count, claimed_cap;
   pthread_t hb_thread;
   int hb_running;
   pthread_t *workers;
@@ -180,6 +200,7 @@ struct dexa_runtime {
   pthread_cond_t gc_cv;
   dexa__op *gc_head, *gc_tail;
   int gc_leader;
+  int gc_waiters; /* synchronous submitters waiting for their commit */
 
   /* reader pool */
   pthread_mutex_t pool_mu;
@@ -208,15 +229,21 @@ void dexa__notify_commit(dexa_runtime *rt);
 int dexa__random_session_id(char out[35]);
 
 /* ---- scheduling (scheduler.c, failures.c, conditions.c, apply.c) ---------- */
+
 typedef struct dexa__claim {
   dexa_task *task; /* out: a claimed step, or NULL */
   int32_t ran;     /* out: locked steps run inline */
   int64_t now;
+  dexa__taskq *more; /* optional: further claims go here, up to `want` in all */
+  int want;
+  int stop;          /* a single-attempt Step ends a batch claim before it */
 } dexa__claim;
 
 /* Group-commit op: housekeeping of due rows (timers, expired leases), runs
  * due locked steps inline, and claims one ready step into arg->task. */
 int dexa__claim_op(dexa_runtime *rt, dexa__store_conn *c, void *arg);
+/* Frees every task a claim holds (after its batch failed). */
+void dexa__claim_drop(dexa__claim *cl);
 
 /* Inserts a new execution of step_type (READY now). */
 int dexa__enqueue(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
@@ -288,6 +315,17 @@ int dexa__poll(dexa_runtime *rt, dexa_task **out, int64_t timeout_ms, int for_wo
 /* Dispatches a claimed task on this thread and completes it; with next not
  * NULL the same operation claims the next task into *next (may be NULL). */
 int dexa__task_run(dexa_runtime *rt, dexa_task *t, dexa_task **next);
+/* A worker's run of t: while claimed tasks wait (rt->claimed) the
+ * completion is handed in without waiting for its commit (a single-attempt
+ * Step's is waited for); otherwise it completes together with the next
+ * batch claim. *next: the task to run next, or NULL. */
+int dexa__task_run_worker(dexa_runtime *rt, dexa_task *t, int stopping, dexa_task **next);
+/* Claims up to DEXA__CLAIM_BATCH tasks: the first in *out, the rest go to
+ * rt->claimed, where any idle worker takes them (so sibling Steps still run
+ * in parallel). */
+int dexa__poll_batch(dexa_runtime *rt, dexa_task **out, int64_t timeout_ms);
+/* Takes the oldest batch-claimed task, or NULL. */
+dexa_task *dexa__claimed_pop(dexa_runtime *rt);
 int dexa__task_finish_next(dexa_runtime *rt, dexa_task *task, const dexa_result *res,
                            int rc_dispatch, dexa_task **next);
 /* One claim attempt; *task may be NULL. */

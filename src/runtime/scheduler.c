@@ -134,7 +134,9 @@ static int claim_row(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
   if (rc == DEXA_OK) rc = c->ops->session_get(c, row->session_id, &s);
   /* The lease is committed before the method runs: that commit is what
    * makes a single-attempt Step run at most once. */
-  if (rc == DEXA_OK) rc = dexa__task_new(rt, row, s.event_seq, &cl->task);
+  dexa_task **slot = cl->task ? &cl->more->items[cl->more->count] : &cl->task;
+  if (rc == DEXA_OK) rc = dexa__task_new(rt, row, s.event_seq, slot);
+  if (rc == DEXA_OK && slot != &cl->task) cl->more->count++;
   dexa__session_row_free(&s);
   return rc;
 }
@@ -154,6 +156,12 @@ static int handle_due(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row
     dexa__step_opts o;
     /* Overrides were checked when enqueued; a bad one just keeps defaults. */
     (void)dexa__row_opts(rt, row, &o);
+    /* A batch claim stops before a single-attempt Step: it must not wait
+     * behind others once its attempt is counted. */
+    if (!o.locked && cl->task && o.max_attempts == 1) {
+      cl->stop = 1;
+      return DEXA_OK;
+    }
     if (!o.locked) return claim_row(rt, c, row, cl, &o);
     cl->ran++;
     return dexa__run_inline(rt, c, row, cl->now, 0, NULL, 0);
@@ -161,10 +169,22 @@ static int handle_due(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row
   }
 }
 
+static int claim_full(const dexa__claim *cl) {
+  if (!cl->task) return 0;
+  int want = cl->more && cl->want > 1 ? cl->want : 1;
+  return cl->stop || 1 + (cl->more ? cl->more->count : 0) >= want;
+}
+
+void dexa__claim_drop(dexa__claim *cl) {
+  dexa__task_free(cl->task);
+  cl->task = NULL;
+  while (cl->more && cl->more->count) dexa__task_free(cl->more->items[--cl->more->count]);
+}
+
 int dexa__claim_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
   dexa__claim *cl = arg;
   cl->now = dexa__now(rt);
-  for (int i = 0; i < CLAIM_MAX_ROWS && !cl->task; i++) {
+  for (int i = 0; i < CLAIM_MAX_ROWS && !claim_full(cl); i++) {
     dexa__step_row row;
     int rc = c->ops->step_first_due(c, cl->now, &row);
     if (rc == DEXA_E_NOT_FOUND) break;
@@ -172,8 +192,7 @@ int dexa__claim_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
     rc = handle_due(rt, c, &row, cl);
     dexa__step_row_free(&row);
     if (rc != DEXA_OK) {
-      dexa__task_free(cl->task);
-      cl->task = NULL;
+      dexa__claim_drop(cl);
       return rc;
     }
   }

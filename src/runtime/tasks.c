@@ -101,39 +101,169 @@ typedef struct finish_claim_arg {
   int want_next;
 } finish_claim_arg;
 
+
 static int finish_claim_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
   finish_claim_arg *a = arg;
   int rc = finish_op(rt, c, &a->finish);
   if (rc != DEXA_OK || !a->want_next) return rc;
   if (c->ops->savepoint(c) != DEXA_OK) return DEXA_OK;
   if (dexa__claim_op(rt, c, &a->claim) == DEXA_OK) return c->ops->release(c);
-  a->claim.task = NULL;
+  dexa__claim_drop(&a->claim);
   return c->ops->rollback_to(c);
 }
 
-int dexa__task_finish_next(dexa_runtime *rt, dexa_task *task, const dexa_result *res,
-                           int rc_dispatch, dexa_task **next) {
-  finish_claim_arg a = {{task, res, rc_dispatch, DEXA_OK}, {NULL, 0, 0}, next != NULL};
-  if (next) *next = NULL;
-  if (a.finish.code == DEXA_OK && !res) a.finish.code = DEXA_E_TRANSIENT;
-  if (a.finish.code == DEXA_OK && dexa_result_status(res) != DEXA_OK)
-    a.finish.code = dexa_result_status(res);
-  dexa__inflight_remove(rt, task);
-  int rc = dexa__gc_run(rt, finish_claim_op, &a);
-  if (rc == DEXA_OK) rc = a.finish.outcome;
+static void finish_note(dexa_runtime *rt, const dexa_task *task, int rc) {
   if (rc == DEXA_E_TIMEOUT)
     dexa__set_errmsg(rt, "%s: the lease was lost; the result was dropped", task->row.exec_id);
   else if (rc != DEXA_OK)
     dexa__set_errmsg(rt, "%s: cannot apply the result: %s", task->row.exec_id, dexa_strerror(rc));
-  dexa__task_free(task);
-  if (a.claim.task && (rc == DEXA_OK || rc == DEXA_E_TIMEOUT)) {
-    dexa__inflight_add(rt, a.claim.task);
-    (void)dexa__heartbeat_ensure(rt);
-    *next = a.claim.task;
-  } else {
-    /* The batch failed: its claim was rolled back with it. */
-    dexa__task_free(a.claim.task);
+}
+
+static int attempt_code(const dexa_result *res, int rc_dispatch) {
+  if (rc_dispatch == DEXA_OK && !res) return DEXA_E_TRANSIENT;
+  if (rc_dispatch == DEXA_OK && dexa_result_status(res) != DEXA_OK) return dexa_result_status(res);
+  return rc_dispatch;
+}
+
+dexa_task *dexa__claimed_pop(dexa_runtime *rt) {
+  pthread_mutex_lock(&rt->mu);
+  dexa_task *t = NULL;
+  if (rt->claimed_count) {
+    t = rt->claimed[0];
+    rt->claimed_count--;
+    memmove(rt->claimed, rt->claimed + 1, rt->claimed_count * sizeof *rt->claimed);
   }
+  pthread_mutex_unlock(&rt->mu);
+  return t;
+}
+
+static int claimed_waiting(dexa_runtime *rt) {
+  pthread_mutex_lock(&rt->mu);
+  int n = rt->claimed_count > 0;
+  pthread_mutex_unlock(&rt->mu);
+  return n;
+}
+
+/* Hands over the tasks a successful claim took (leases now renewed): the
+ * first to the caller, the others to rt->claimed for any idle worker. */
+static void adopt_claim(dexa_runtime *rt, dexa__claim *cl, dexa_task **next) {
+  *next = cl->task;
+  if (!cl->task) return;
+  dexa__inflight_add(rt, cl->task);
+  int n = cl->more ? cl->more->count : 0;
+  for (int i = 0; i < n; i++) dexa__inflight_add(rt, cl->more->items[i]);
+  (void)dexa__heartbeat_ensure(rt);
+  if (!n) return;
+  pthread_mutex_lock(&rt->mu);
+  for (int i = 0; i < n; i++) {
+    if (rt->claimed_count == rt->claimed_cap) {
+      size_t cap = rt->claimed_cap ? rt->claimed_cap * 2 : 32;
+      dexa_task **p = realloc(rt->claimed, cap * sizeof *p);
+      if (!p) { /* no room: its lease runs out and it is retried */
+        pthread_mutex_unlock(&rt->mu);
+        dexa_task_abandon(rt, cl->more->items[i]);
+        pthread_mutex_lock(&rt->mu);
+        continue;
+      }
+      rt->claimed = p;
+      rt->claimed_cap = cap;
+    }
+    rt->claimed[rt->claimed_count++] = cl->more->items[i];
+  }
+  cl->more->count = 0;
+  pthread_cond_broadcast(&rt->work_cv); /* wake idle workers for them */
+  pthread_mutex_unlock(&rt->mu);
+}
+
+static int finish_with_claim(dexa_runtime *rt, dexa_task *task, const dexa_result *res,
+                             int rc_dispatch, dexa_task **next, dexa__taskq *more) {
+  finish_claim_arg a = {{task, res, attempt_code(res, rc_dispatch), DEXA_OK},
+                        {NULL, 0, 0, more, DEXA__CLAIM_BATCH, 0}, next != NULL};
+  if (next) *next = NULL;
+  dexa__inflight_remove(rt, task);
+  int rc = dexa__gc_run(rt, finish_claim_op, &a);
+  if (rc == DEXA_OK) rc = a.finish.outcome;
+  finish_note(rt, task, rc);
+  dexa__task_free(task);
+  if (a.claim.task && (rc == DEXA_OK || rc == DEXA_E_TIMEOUT))
+    adopt_claim(rt, &a.claim, next);
+  else
+    dexa__claim_drop(&a.claim); /* the batch failed: its claim was rolled back with it */
+  return rc;
+}
+
+int dexa__task_finish_next(dexa_runtime *rt, dexa_task *task, const dexa_result *res,
+                           int rc_dispatch, dexa_task **next) {
+  return finish_with_claim(rt, task, res, rc_dispatch, next, NULL);
+}
+
+/* An asynchronous completion: owns its task and result until released. */
+typedef struct async_finish {
+  finish_arg finish;
+  dexa_result *res;
+} async_finish;
+
+static int async_finish_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
+  return finish_op(rt, c, &((async_finish *)arg)->finish);
+}
+
+static void async_finish_release(dexa_runtime *rt, void *arg, int rc) {
+  async_finish *a = arg;
+  if (rc == DEXA_OK) rc = a->finish.outcome;
+  finish_note(rt, a->finish.task, rc);
+  dexa__task_free(a->finish.task);
+  dexa_result_free(a->res);
+  free(a);
+}
+
+/* Completes task without waiting for the commit; takes res. */
+static int finish_async(dexa_runtime *rt, dexa_task *task, dexa_result *res, int rc_dispatch) {
+  async_finish *a = calloc(1, sizeof *a);
+  if (!a) {
+    int rc = dexa__task_finish(rt, task, res, rc_dispatch);
+    dexa_result_free(res);
+    return rc;
+  }
+  a->finish = (finish_arg){task, res, attempt_code(res, rc_dispatch), DEXA_OK};
+  a->res = res;
+  dexa__inflight_remove(rt, task);
+  int rc = dexa__gc_submit(rt, async_finish_op, a, async_finish_release);
+  if (rc != DEXA_OK) { /* not queued: complete it the plain way */
+    dexa__inflight_add(rt, task);
+    rc = dexa__task_finish(rt, task, res, rc_dispatch);
+    dexa_result_free(res);
+    free(a);
+  }
+  return rc;
+}
+
+
+static int single_attempt(dexa_runtime *rt, const dexa_task *t) {
+  dexa__step_opts o;
+  (void)dexa__row_opts(rt, &t->row, &o);
+  return o.max_attempts == 1;
+}
+
+int dexa__task_run_worker(dexa_runtime *rt, dexa_task *t, int stopping, dexa_task **next) {
+  dexa_result *res = NULL;
+  t->call.now_ms = dexa__now(rt);
+  int rc = dexa__dispatch_call(rt, &t->call, &res);
+  *next = NULL;
+  if (claimed_waiting(rt) || stopping) {
+    /* More claimed work waits: do not wait for this commit, except for a
+     * single-attempt Step, whose result should be durable at once. */
+    if (single_attempt(rt, t)) {
+      rc = dexa__task_finish(rt, t, res, rc);
+      dexa_result_free(res);
+    } else {
+      rc = finish_async(rt, t, res, rc);
+    }
+    *next = dexa__claimed_pop(rt);
+    return rc;
+  }
+  dexa__taskq more = {{NULL}, 0};
+  rc = finish_with_claim(rt, t, res, rc, next, &more);
+  dexa_result_free(res);
   return rc;
 }
 
@@ -155,22 +285,22 @@ DEXA_EXTERN void dexa_task_abandon(dexa_runtime *rt, dexa_task *task) {
   dexa__task_free(task);
 }
 
-int dexa__claim_once(dexa_runtime *rt, dexa_task **task, int32_t *ran) {
-  dexa__claim cl = {NULL, 0, 0};
+/* Claims ready work: one task, or up to DEXA__CLAIM_BATCH with q. */
+static int claim_into(dexa_runtime *rt, dexa_task **task, dexa__taskq *q, int32_t *ran) {
+  dexa__claim cl = {NULL, 0, 0, q, q ? DEXA__CLAIM_BATCH : 1, 0};
   int rc = dexa__gc_run(rt, dexa__claim_op, &cl);
   *task = NULL;
   *ran = cl.ran;
   if (rc != DEXA_OK) {
-    dexa__task_free(cl.task);
+    dexa__claim_drop(&cl);
     return rc;
   }
-  if (cl.task) {
-    dexa__inflight_add(rt, cl.task);
-    /* Without a heartbeat the lease simply runs out: the task still runs. */
-    (void)dexa__heartbeat_ensure(rt);
-  }
-  *task = cl.task;
+  adopt_claim(rt, &cl, task);
   return DEXA_OK;
+}
+
+int dexa__claim_once(dexa_runtime *rt, dexa_task **task, int32_t *ran) {
+  return claim_into(rt, task, NULL, ran);
 }
 
 /* Something due now? A cheap read, so idle pollers never take the write lock. */
@@ -198,10 +328,12 @@ static void idle_wait(dexa_runtime *rt, uint64_t gen, int64_t next_due, int64_t 
   pthread_mutex_unlock(&rt->mu);
 }
 
-int dexa__poll(dexa_runtime *rt, dexa_task **out, int64_t timeout_ms, int for_worker) {
+static int poll_into(dexa_runtime *rt, dexa_task **out, dexa__taskq *q, int64_t timeout_ms,
+                     int for_worker) {
   int64_t deadline = dexa__mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   *out = NULL;
   for (;;) {
+    if ((*out = dexa__claimed_pop(rt))) return DEXA_OK;
     pthread_mutex_lock(&rt->mu);
     uint64_t gen = rt->work_gen;
     int stop = for_worker && rt->stopping;
@@ -210,7 +342,7 @@ int dexa__poll(dexa_runtime *rt, dexa_task **out, int64_t timeout_ms, int for_wo
     int64_t next_due;
     if (due_now(rt, &next_due)) {
       int32_t ran = 0;
-      int rc = dexa__claim_once(rt, out, &ran);
+      int rc = claim_into(rt, out, q, &ran);
       if (rc != DEXA_OK) return rc;
       if (*out) return DEXA_OK;
       if (ran) continue;
@@ -218,6 +350,15 @@ int dexa__poll(dexa_runtime *rt, dexa_task **out, int64_t timeout_ms, int for_wo
     if (dexa__mono_ms() >= deadline) return DEXA_E_TIMEOUT;
     idle_wait(rt, gen, next_due, deadline);
   }
+}
+
+int dexa__poll(dexa_runtime *rt, dexa_task **out, int64_t timeout_ms, int for_worker) {
+  return poll_into(rt, out, NULL, timeout_ms, for_worker);
+}
+
+int dexa__poll_batch(dexa_runtime *rt, dexa_task **out, int64_t timeout_ms) {
+  dexa__taskq more = {{NULL}, 0};
+  return poll_into(rt, out, &more, timeout_ms, 1);
 }
 
 DEXA_EXTERN int dexa_runtime_poll(dexa_runtime *rt, dexa_task **out, int64_t timeout_ms) {

@@ -4,21 +4,28 @@
 
 #include "runtime/runtime_internal.h"
 
+/* A worker claims a batch of ready Steps (the others wait in rt->claimed
+ * for any idle worker), runs them and hands in their completions without
+ * waiting while claimed work remains; the last completion goes in with the
+ * next batch claim, so busy workers wait for about one commit per batch. */
 static void *worker_main(void *arg) {
   dexa_runtime *rt = arg;
   dexa_task *t = NULL;
   for (;;) {
     int rc = DEXA_OK;
-    if (!t) rc = dexa__poll(rt, &t, 500, 1);
+    if (!t) t = dexa__claimed_pop(rt);
+    if (!t) rc = dexa__poll_batch(rt, &t, 500);
     pthread_mutex_lock(&rt->mu);
     int stop = rt->stopping;
     pthread_mutex_unlock(&rt->mu);
-    /* A claimed task is finished even when stopping; no new one is taken. */
-    if (t) dexa__task_run(rt, t, stop ? NULL : &t);
-    if (stop) {
-      if (t) dexa__task_run(rt, t, NULL);
-      break;
+    /* Claimed tasks are finished even when stopping; no new one is taken. */
+    while (t) {
+      dexa_task *next = NULL;
+      dexa__task_run_worker(rt, t, stop, &next);
+      t = next;
+      if (!stop) break;
     }
+    if (stop) break;
     if (rc != DEXA_OK && rc != DEXA_E_TIMEOUT) {
       /* Store trouble (busy, I/O): back off briefly instead of spinning. */
       pthread_mutex_lock(&rt->mu);
@@ -64,14 +71,19 @@ DEXA_EXTERN int dexa_runtime_stop(dexa_runtime *rt) {
   return DEXA_OK;
 }
 
+/* Counts the session's ready and running Steps; the session row is read
+ * only when none are, to tell an idle session from a missing one (a cheap
+ * check, since waiters run it after every commit). */
 static int session_busy(dexa_runtime *rt, const char *sid, int64_t *busy) {
   dexa__store_conn *c = NULL;
   int rc = dexa__pool_acquire(rt, &c);
   if (rc != DEXA_OK) return rc;
-  dexa__session_row s;
-  rc = c->ops->session_get(c, sid, &s);
-  dexa__session_row_free(&s);
-  if (rc == DEXA_OK) rc = c->ops->step_busy_count(c, sid, busy);
+  rc = c->ops->step_busy_count(c, sid, busy);
+  if (rc == DEXA_OK && *busy == 0) {
+    dexa__session_row s;
+    rc = c->ops->session_get(c, sid, &s);
+    dexa__session_row_free(&s);
+  }
   dexa__pool_release(rt, c);
   return rc;
 }

@@ -26,7 +26,7 @@ static const char *const sql_text[SQ_COUNT] = {
     [SQ_SESSION_GET] = "SELECT flow_type, created_ms, status, event_seq FROM sessions"
                        " WHERE session_id = ?1",
     [SQ_SESSION_STATUS] = "UPDATE sessions SET status = ?2 WHERE session_id = ?1",
-    [SQ_SESSION_BUMP_EVENTS] = "UPDATE sessions SET event_seq = event_seq + 1"
+    [SQ_SESSION_BUMP_EVENTS] = "UPDATE sessions SET event_seq = event_seq + ?2"
                                " WHERE session_id = ?1 RETURNING event_seq",
     [SQ_SESSION_NEXT_ORD] = "UPDATE sessions SET step_ord = step_ord + 1"
                             " WHERE session_id = ?1 RETURNING step_ord",

@@ -57,9 +57,11 @@ int dexa__sq_session_set_status(dexa__store_conn *c, const char *id, int32_t sta
   return dexa__sq_exec(st);
 }
 
-static int bump(dexa__store_conn *c, sq_stmt_id id_stmt, const char *id, int64_t *out) {
+static int bump(dexa__store_conn *c, sq_stmt_id id_stmt, const char *id, int64_t by,
+                int64_t *out) {
   STMT(st, c, id_stmt);
   dexa__sq_text(st, 1, id, slen(id));
+  if (by) sqlite3_bind_int64(st, 2, by);
   int r = sqlite3_step(st);
   if (r == SQLITE_ROW) {
     *out = sqlite3_column_int64(st, 0);
@@ -73,12 +75,12 @@ static int bump(dexa__store_conn *c, sq_stmt_id id_stmt, const char *id, int64_t
   return rc;
 }
 
-int dexa__sq_session_bump_events(dexa__store_conn *c, const char *id, int64_t *seq) {
-  return bump(c, SQ_SESSION_BUMP_EVENTS, id, seq);
+int dexa__sq_session_bump_events(dexa__store_conn *c, const char *id, int64_t n, int64_t *seq) {
+  return bump(c, SQ_SESSION_BUMP_EVENTS, id, n, seq);
 }
 
 int dexa__sq_session_next_ord(dexa__store_conn *c, const char *id, int64_t *ord) {
-  return bump(c, SQ_SESSION_NEXT_ORD, id, ord);
+  return bump(c, SQ_SESSION_NEXT_ORD, id, 0, ord);
 }
 
 int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *before_id,

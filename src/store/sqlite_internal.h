@@ -84,7 +84,7 @@ int dexa__sq_session_insert(dexa__store_conn *c, const char *id, const char *flo
                             int64_t created_ms, const char *settings, size_t settings_len);
 int dexa__sq_session_get(dexa__store_conn *c, const char *id, dexa__session_row *out);
 int dexa__sq_session_set_status(dexa__store_conn *c, const char *id, int32_t status);
-int dexa__sq_session_bump_events(dexa__store_conn *c, const char *id, int64_t *seq);
+int dexa__sq_session_bump_events(dexa__store_conn *c, const char *id, int64_t n, int64_t *seq);
 int dexa__sq_session_next_ord(dexa__store_conn *c, const char *id, int64_t *ord);
 int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *before_id,
                           int32_t limit, dexa__session_visit_fn visit, void *ctx);

@@ -92,12 +92,13 @@ typedef struct dexa__store_ops {
   int (*release)(dexa__store_conn *c);
   int (*rollback_to)(dexa__store_conn *c);
 
-  /* Sessions. session_bump_events adds one to event_seq and returns it. */
+  /* Sessions. session_bump_events adds n to event_seq and returns the new
+   * value (the last of the n sequence numbers now taken). */
   int (*session_insert)(dexa__store_conn *c, const char *id, const char *flow_type,
                         int64_t created_ms, const char *settings, size_t settings_len);
   int (*session_get)(dexa__store_conn *c, const char *id, dexa__session_row *out);
   int (*session_set_status)(dexa__store_conn *c, const char *id, int32_t status);
-  int (*session_bump_events)(dexa__store_conn *c, const char *id, int64_t *seq);
+  int (*session_bump_events)(dexa__store_conn *c, const char *id, int64_t n, int64_t *seq);
   int (*session_next_ord)(dexa__store_conn *c, const char *id, int64_t *ord);
   /* Newest first, strictly older than (before_ms, before_id) unless
    * before_id is NULL. */

@@ -237,7 +237,13 @@ static void *drive(void *arg) {
       if (b->sent[check[i]] < b->turns) d->rc = send_turn(b, check[i]);
       else finished++;
     }
-    if (n && !progressed) usleep(200); /* the final result is not committed yet */
+    if (n && !progressed) {
+      /* The final answers are not committed yet: sleep until a commit makes
+       * the first of them idle instead of polling. */
+      char sid[32];
+      session_id(sid, sizeof sid, check[0]);
+      dexa_runtime_wait_idle(b->rt, sid, 20);
+    }
   }
   free(check);
   return NULL;

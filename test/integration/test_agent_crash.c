@@ -228,6 +228,7 @@ static void test_kill_during_single_attempt_write_records_unknown_outcome(void) 
   char *snap = snapshot(rt, "s-write");
   dexa_runtime_free(rt);
   dexa_agent_free(a);
+  if (!answered) fprintf(stderr, "snapshot: %s\n", snap ? snap : "(none)");
   CHECK(answered);
   CHECK_CONTAINS(snap, "\"name\":\"write_slow\",\"status\":\"unknown_outcome\"");
   CHECK_CONTAINS(snap, "\"name\":\"read_fast\",\"status\":\"ok\"");
