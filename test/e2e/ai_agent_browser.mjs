@@ -121,6 +121,9 @@ try {
     await send(page, '/tool send_note {"text":"nope"}');
     await page.waitForSelector('.card.approval', { timeout: T });
     await page.fill('.card.approval input.note', 'not today');
+    // A snapshot reload (as every 8 s) keeps what is typed in the card.
+    await page.evaluate(() => loadSnapshot());
+    assert(await page.inputValue('.card.approval input.note') === 'not today', 'note kept across a reload');
     await page.click('.card.approval button.reject');
     await waitMessage(page, '← send_note: rejected');
     await waitIdle(page);

@@ -327,11 +327,24 @@ setInterval(tickTimers, 500);
 
 function renderPending(pending) {
   const box = $('pending');
+  // Keep what the user is typing (a note, an answer) across snapshot reloads.
+  const typed = new Map();
+  let focused = null;
+  for (const input of box.querySelectorAll('input[type=text]')) {
+    const key = `${input.closest('.card').dataset.callId}/${input.className}`;
+    typed.set(key, input.value);
+    if (document.activeElement === input) focused = key;
+  }
   box.textContent = '';
   for (const p of pending) {
     if (p.kind === 'approval') box.append(approvalCard(p));
     else if (p.kind === 'question') box.append(questionCard(p));
     else if (p.kind === 'timer') box.append(timerCard(p));
+  }
+  for (const input of box.querySelectorAll('input[type=text]')) {
+    const key = `${input.closest('.card').dataset.callId}/${input.className}`;
+    if (typed.has(key)) input.value = typed.get(key);
+    if (key === focused) input.focus();
   }
   tickTimers();
 }
