@@ -340,7 +340,7 @@ static int rs_end(void *state) {
   if (s->incomplete && s->count == 0)
     return dexa__decoder_fail(s->d, DEXA_E_MODEL, "the response is incomplete (%s) with no output",
                               s->incomplete_reason);
-  qsort(s->items, s->count, sizeof *s->items, cmp_index);
+  if (s->count) qsort(s->items, s->count, sizeof *s->items, cmp_index);
   for (size_t i = 0; i < s->count; i++)
     if (add_item(s, s->items[i].json, s->items[i].len) != DEXA_OK) break;
   if (s->d->rc != DEXA_OK && s->incomplete)
