@@ -5,13 +5,15 @@
  * Phase 1 (this process): S sessions each ask for a write tool that needs
  * approval (demo model, "/tool send_mail {...}") and stop in
  * AwaitToolApproval. Phase 2 (a fresh process, exec'd): opens the same
- * store, approves every session and runs each to its final answer
+ * store, approves every session (from 8 client threads, as concurrent
+ * requests would) and runs each to its final answer
  * (AwaitToolApproval -> CallSingleAttemptTool -> ResumeTurn -> RunModel).
  * Prints the resume loop's seconds, resumes/s, per-resume latency p50/p99
  * (approve call to final answer committed) and the fresh process's
  * spawn-to-exit seconds. For scale: LangGraph.js on SQLite does about 110
  * resumes/s and 1.4 s spawn to exit on this machine. */
 #include <dexagents/dexagents.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +102,27 @@ static int cmp_double(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
+/* Approvals come from several client threads at once, as from a server's
+ * concurrent requests, so their commits share group commits. */
+#define CLIENTS 8
+
+typedef struct client {
+  dexa_runtime *rt;
+  double *approved;
+  int index, sessions, rc;
+} client;
+
+static void *approve_some(void *arg) {
+  client *c = arg;
+  char sid[32];
+  for (int i = c->index; i < c->sessions && c->rc == DEXA_OK; i += CLIENTS) {
+    session_id(sid, sizeof sid, i);
+    c->approved[i] = now_s();
+    c->rc = call(c->rt, sid, "resolve_approval", "{\"call_id\":\"demo-t1r1c1\",\"decision\":\"approve\"}");
+  }
+  return NULL;
+}
+
 /* Phase 2, in a fresh process: approve every session, run each to its end. */
 static int resume_all(const char *store, const char *sync, int sessions, int workers) {
   dexa_agent *a = make_agent();
@@ -110,10 +133,15 @@ static int resume_all(const char *store, const char *sync, int sessions, int wor
   char sid[32];
   int rc = dexa_runtime_start(rt, workers);
   double t0 = now_s();
-  for (int i = 0; i < sessions && rc == DEXA_OK; i++) {
-    session_id(sid, sizeof sid, i);
-    approved[i] = now_s();
-    rc = call(rt, sid, "resolve_approval", "{\"call_id\":\"demo-t1r1c1\",\"decision\":\"approve\"}");
+  client clients[CLIENTS];
+  pthread_t th[CLIENTS];
+  for (int i = 0; i < CLIENTS && rc == DEXA_OK; i++) {
+    clients[i] = (client){rt, approved, i, sessions, DEXA_OK};
+    pthread_create(&th[i], NULL, approve_some, &clients[i]);
+  }
+  for (int i = 0; i < CLIENTS && rc == DEXA_OK; i++) {
+    pthread_join(th[i], NULL);
+    if (clients[i].rc != DEXA_OK) rc = clients[i].rc;
   }
   /* Each session is done when no Step of it is ready or running; its
    * latency is measured from its approval to the first check that sees it
