@@ -507,6 +507,63 @@ static void test_state_limit_refuses_with_clear_error(void) {
   teardown(&f);
 }
 
+/* Every RPC, given a wrong session id, a malformed input or the wrong
+ * state, returns its documented code and leaves the snapshot unchanged. */
+static void test_every_rpc_refuses_bad_input_and_changes_nothing(void) {
+  fixture f = setup();
+  send_text(&f, "/ask waiting?"); /* a turn waits for an answer */
+  memhost_run(f.h);
+  send_text(&f, "queued one");
+  memhost_rpc(f.h, "send_message", "{\"text\":\"plan\",\"plan_mode\":true}", NULL);
+  static const struct {
+    const char *rpc, *input;
+    int code;
+  } cases[] = {
+      {"send_message", "{}", DEXA_E_INVALID_JSON},
+      {"send_message", "{\"text\":\"\\t\"}", DEXA_E_EMPTY_MESSAGE},
+      {"delete_message", "{\"message_id\":\"m99\"}", DEXA_E_NOT_FOUND},
+      {"delete_message", "{\"message_id\":7}", DEXA_E_INVALID_JSON},
+      {"steer", "{\"message_id\":\"m99\"}", DEXA_E_NOT_FOUND},
+      {"steer", "{}", DEXA_E_INVALID_JSON},
+      {"resolve_approval", "{\"call_id\":\"demo-t1r1c1\",\"decision\":\"approve\"}", DEXA_E_NOT_PENDING},
+      {"resolve_approval", "{\"call_id\":\"nope\",\"decision\":\"reject\"}", DEXA_E_NOT_PENDING},
+      {"answer_question", "{\"call_id\":\"nope\",\"answer\":\"x\"}", DEXA_E_NOT_PENDING},
+      {"answer_question", "{\"call_id\":\"demo-t1r1c1\"}", DEXA_E_INVALID_JSON},
+      {"execute_plan", "{\"revision\":1}", DEXA_E_NOT_FOUND},
+      {"execute_plan", "{\"revision\":\"1\"}", DEXA_E_INVALID_JSON},
+      {"list_agent_messages", "{\"limit\":0}", DEXA_E_INVALID_JSON},
+      {"list_agent_messages", "{\"limit\":201}", DEXA_E_INVALID_JSON},
+      {"no_such_rpc", "{}", DEXA_E_UNKNOWN_RPC},
+  };
+  char *before = snapshot(&f);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int rc = memhost_rpc(f.h, cases[i].rpc, cases[i].input, NULL);
+    if (rc != cases[i].code) fprintf(stderr, "    %s %s -> %d\n", cases[i].rpc, cases[i].input, rc);
+    CHECK_EQ_INT(rc, cases[i].code);
+  }
+  char *after = snapshot(&f);
+  CHECK_STR(after, before);
+  free(after);
+  /* a session id that does not exist: every RPC says so */
+  memhost *other = memhost_new(f.agent, "s-missing");
+  static const char *const rpcs[] = {"send_message", "snapshot", "list_agent_messages", "delete_message",
+                                     "steer", "cancel_turn", "resolve_approval", "answer_question",
+                                     "execute_plan"};
+  static const char *const inputs[] = {"{\"text\":\"x\"}", "{}", "{}", "{\"message_id\":\"m1\"}",
+                                       "{\"message_id\":\"m1\"}", "{}",
+                                       "{\"call_id\":\"c\",\"decision\":\"approve\"}",
+                                       "{\"call_id\":\"c\",\"answer\":\"a\"}", "{\"revision\":1}"};
+  for (size_t i = 0; i < sizeof rpcs / sizeof rpcs[0]; i++) {
+    int rc = memhost_rpc(other, rpcs[i], inputs[i], NULL);
+    if (rc != DEXA_E_NOT_FOUND) fprintf(stderr, "    %s on a missing session -> %d\n", rpcs[i], rc);
+    CHECK_EQ_INT(rc, DEXA_E_NOT_FOUND);
+  }
+  CHECK_EQ_INT(memhost_count(other, ""), 0);
+  memhost_free(other);
+  free(before);
+  teardown(&f);
+}
+
 int main(void) {
   RUN(test_approval_waits_then_approve_runs_once);
   RUN(test_reject_records_rejection_with_note);
@@ -528,5 +585,6 @@ int main(void) {
   RUN(test_compaction_never_splits_a_call_from_its_result);
   RUN(test_retention_bounds_state);
   RUN(test_state_limit_refuses_with_clear_error);
+  RUN(test_every_rpc_refuses_bad_input_and_changes_nothing);
   TEST_MAIN_END();
 }
