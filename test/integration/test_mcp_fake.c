@@ -1,4 +1,4 @@
-/* The MCP client against fake servers (test/mcp/fake_server.py) that
+/* The MCP client against fake servers (test/mcp/_fake_server.py) that
  * misbehave on purpose: pagination, list_changed before the initialize
  * response, garbage on stdout, unknown ids, oversized messages, servers that
  * never answer or die, server pings, both eras over stdio and HTTP, SSE
@@ -538,7 +538,7 @@ int main(void) {
   snprintf(dir, sizeof dir, "/tmp/dexa-mcp-fake-XXXXXX");
   if (!mkdtemp(dir)) return 1;
   snprintf(logfile, sizeof logfile, "%s/log", dir);
-  if (!realpath("test/mcp/fake_server.py", script)) {
+  if (!realpath("test/mcp/_fake_server.py", script)) {
     printf("0 passed, 1 failed\n");
     return 1;
   }

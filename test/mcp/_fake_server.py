@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Fake MCP servers for the client's tests (test/integration/test_mcp_fake.c).
 
-  fake_server.py stdio [legacy|modern]   newline-delimited JSON-RPC on stdin/stdout
-  fake_server.py http PORT_FILE          Streamable HTTP on 127.0.0.1 (port written to PORT_FILE)
+  _fake_server.py stdio [legacy|modern]   newline-delimited JSON-RPC on stdin/stdout
+  _fake_server.py http PORT_FILE          Streamable HTTP on 127.0.0.1 (port written to PORT_FILE)
 
 Tools (both transports):
   echo {text}       readOnlyHint: answers the text
