@@ -156,6 +156,7 @@ typedef struct dexa__tool_result {
   size_t output_len;
   const char *content; /* JSON or NULL */
   size_t content_len;
+  int unjoined; /* 1: no ResumeTurn waits for it (the reply's turn was steered or stopped) */
 } dexa__tool_result;
 int dexa__tool_result_record(dexa__ctx *c, int64_t turn, int64_t round, int64_t seq,
                              const dexa__tool_result *r);

@@ -31,6 +31,14 @@ static const char *call_problem(const dexa_call *call, int *code) {
   return NULL;
 }
 
+/* An RPC input is a client's: cap it before parsing (a message plus room
+ * for the other members); Step inputs come from the library itself. */
+static int input_too_large(const dexa__ctx *c) {
+  const dexa_call *call = c->call;
+  return call->kind == DEXA_CALL_RPC &&
+         (int64_t)call->input_len > c->agent->def.max_message_bytes * 6 + 65536;
+}
+
 /* Parses the call's input into c->input (null when absent). */
 static int parse_input(dexa__ctx *c) {
   const dexa_call *call = c->call;
@@ -79,6 +87,8 @@ DEXA_EXTERN int dexa_dispatch(dexa_result **out, const dexa_agent *agent, const 
   if (!agent || !call) return dexa__result_fail(c.result, DEXA_E_INVALID_ARG, "agent or call is NULL");
   const char *problem = call_problem(call, &code);
   if (problem) return dexa__result_fail(c.result, code, problem);
+  if (input_too_large(&c))
+    return dexa__result_fail(c.result, DEXA_E_TOO_LARGE, "the RPC input is over its size limit");
   int rc = parse_input(&c);
   dexa__handler handler = rc == DEXA_OK ? route(&c) : NULL;
   if (handler) {

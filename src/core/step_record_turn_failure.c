@@ -30,6 +30,10 @@ int dexa__step_record_turn_failure(dexa__ctx *c) {
   char *error = failure_json(c);
   if (!error) return DEXA_E_NOMEM;
   rc = dexa__turn_set(c, turn, "failed", t.mode, error);
+  /* A steer or stop that came too late has nothing left to end. */
+  char action[16];
+  int rc2;
+  if (rc == DEXA_OK && dexa__control_pending(c, turn, action, &rc2)) rc = dexa__attr_delete(c, ATTR_TURN_CONTROL);
   dexa__buf e;
   dexa__event_begin(c, &e, "turn_failed");
   dexa__buf_printf(&e, ",\"turn\":%lld,\"error\":", (long long)turn);

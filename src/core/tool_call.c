@@ -35,7 +35,7 @@ void dexa__tool_call_free(dexa__tool_call *t) {
 int dexa__tool_call_finish(dexa__ctx *c, const dexa__tool_call *t, const char *status,
                            const char *output, size_t output_len, const char *content,
                            size_t content_len) {
-  dexa__tool_result r = {t->call_id, t->name, status, output, output_len, content, content_len};
+  dexa__tool_result r = {t->call_id, t->name, status, output, output_len, content, content_len, 0};
   int rc = dexa__tool_result_record(c, t->turn, t->round, t->seq, &r);
   return rc == DEXA_OK ? dexa__result_set_decision(c->result, "{\"next\":[]}", 11) : rc;
 }

@@ -67,7 +67,7 @@ int dexa__tool_result_record(dexa__ctx *c, int64_t turn, int64_t round, int64_t 
     dexa__message_key(key, sizeof key, seq);
     rc = dexa__attr_put_raw(c, key, m.data, m.len);
   }
-  if (rc == DEXA_OK) rc = publish_done(c, turn, round, seq, r, m.len);
+  if (rc == DEXA_OK && !r->unjoined) rc = publish_done(c, turn, round, seq, r, m.len);
   if (rc == DEXA_OK) rc = finished_event(c, r, seq);
   dexa__buf_free(&m);
   return rc;

@@ -24,6 +24,7 @@ typedef struct route {
   int64_t round;
   dexa__decision *d;
   int todos_written;
+  int cancel; /* the turn was steered or stopped: nothing is scheduled or joined */
 } route;
 
 typedef struct call_view {
@@ -35,7 +36,7 @@ typedef struct call_view {
 } call_view;
 
 static int immediate(route *r, const call_view *v, const char *status, const char *text) {
-  dexa__tool_result res = {v->id, v->name, status, text, strlen(text), NULL, 0};
+  dexa__tool_result res = {v->id, v->name, status, text, strlen(text), NULL, 0, r->cancel};
   return dexa__tool_result_record(r->c, r->turn->turn, r->round, v->seq, &res);
 }
 
@@ -200,7 +201,7 @@ static int route_call(route *r, const cJSON *call, call_view *v) {
 int dexa__route_tool_calls(dexa__ctx *c, const dexa_tool_list *tools, const cJSON *calls,
                            const dexa__turn *turn, int64_t round, dexa__transcript *t,
                            dexa__decision *d, int cancel) {
-  route r = {c, tools, calls, turn, round, d, 0};
+  route r = {c, tools, calls, turn, round, d, 0, cancel};
   int n = 0, rc = DEXA_OK;
   for (const cJSON *call = calls->child; call && rc == DEXA_OK; call = call->next, n++) {
     call_view v = {cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call, "call_id")),

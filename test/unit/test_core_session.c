@@ -253,6 +253,14 @@ static void test_send_message_bad_input_changes_nothing(void) {
   big[(1 << 20) + 1] = '\0';
   CHECK_EQ_INT(send(&f, big), DEXA_E_TOO_LARGE);
   free(big);
+  /* an RPC input far over any message is refused before it is parsed */
+  size_t huge_len = (size_t)7 << 20;
+  char *huge = malloc(huge_len + 1);
+  memset(huge, ' ', huge_len);
+  memcpy(huge, "{\"text\":\"x\"}", 12);
+  huge[huge_len] = '\0';
+  CHECK_EQ_INT(memhost_rpc(f.h, "send_message", huge, NULL), DEXA_E_TOO_LARGE);
+  free(huge);
   CHECK_EQ_INT(memhost_count(f.h, ""), before);
   CHECK_STR(memhost_attr(f.h, "AgentQueueState"), copy);
   free(copy);
