@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/model_request.h"
+#include "util/json_span.h"
 #include "tools/tool_source.h"
 
 typedef struct run {
@@ -166,13 +167,47 @@ static int record_reply(run *r) {
   return rc;
 }
 
+/* When the summary (if any) was written: usage measured before it counted
+ * messages that are summarized now. */
+static int64_t summary_time(const dexa_model_request *req) {
+  const char *sum;
+  size_t n;
+  int64_t at = 0;
+  if (dexa__json_get(req->json.data, req->json.len, "summary", &sum, &n) == 0)
+    dexa__json_get_i64(sum, n, "at", &at);
+  return at;
+}
+
+/* Tokens of the next model input: the provider's own count from the newest
+ * model call since the last compaction (its input plus output tokens) plus
+ * about a token per 4 bytes of what came after it; never less than the
+ * request's bytes / 4. */
+static int64_t estimate_tokens(const dexa_model_request *req) {
+  int64_t by_bytes = (int64_t)(req->json.len / 4), since = summary_time(req);
+  size_t after = 0;
+  for (size_t i = req->message_count; i-- > 0;) {
+    const char *m = req->json.data + req->messages[i].off, *u;
+    size_t n = req->messages[i].len, ul;
+    int64_t in = 0, out = 0, at = 0;
+    if (dexa__json_get(m, n, "usage", &u, &ul) == 0) {
+      dexa__json_get_i64(m, n, "at", &at);
+      if (at < since) break; /* measured before the summary: stale */
+      dexa__json_get_i64(u, ul, "input_tokens", &in);
+      dexa__json_get_i64(u, ul, "output_tokens", &out);
+      int64_t by_usage = in + out + (int64_t)(after / 4);
+      return by_usage > by_bytes ? by_usage : by_bytes;
+    }
+    after += n;
+  }
+  return by_bytes;
+}
+
 /* 1 when the request nears the context window and compaction may help. */
 static int needs_compaction(run *r) {
   const dexa_agent_def *def = &r->c->agent->def;
   if (def->context_window_tokens <= 0 || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r->c->input, "compacted")))
     return 0;
-  int64_t tokens = (int64_t)(r->req.json.len / 4);
-  return tokens * 100 >= def->context_window_tokens * def->compaction_threshold_pct;
+  return estimate_tokens(&r->req) * 100 >= def->context_window_tokens * def->compaction_threshold_pct;
 }
 
 static int call_model(run *r) {

@@ -169,10 +169,14 @@ static int wait_snapshot(dexa_runtime *rt, const char *session, const char *need
  * workers until killed. */
 typedef void (*child_setup)(dexa_runtime *rt);
 
+/* The worker process of the running test; a test that fails early leaves
+ * it to reap_worker, so no child outlives its test. */
+static pid_t g_worker;
+
 static pid_t spawn_worker(int slow_summaries, child_setup setup) {
   fflush(NULL);
   pid_t pid = fork();
-  if (pid != 0) return pid;
+  if (pid != 0) return g_worker = pid;
   dexa_agent *a = make_agent(slow_summaries);
   dexa_runtime *rt = open_runtime(a);
   if (!rt) _exit(3);
@@ -182,10 +186,14 @@ static pid_t spawn_worker(int slow_summaries, child_setup setup) {
 }
 
 static void kill_worker(pid_t pid) {
+  if (pid <= 0) return;
   kill(pid, SIGKILL);
   int st;
   waitpid(pid, &st, 0);
+  if (pid == g_worker) g_worker = 0;
 }
+
+static void reap_worker(void) { kill_worker(g_worker); }
 
 static int wait_lines(const char *name, int n, int ms) {
   for (int waited = 0; waited <= ms; waited += 10) {
@@ -344,8 +352,12 @@ static void test_kill_during_compaction_loses_nothing(void) {
 }
 
 int main(void) {
+  atexit(reap_worker);
   RUN(test_kill_during_single_attempt_write_records_unknown_outcome);
+  reap_worker();
   RUN(test_waits_survive_kill_and_complete);
+  reap_worker();
   RUN(test_kill_during_compaction_loses_nothing);
+  reap_worker();
   TEST_MAIN_END();
 }

@@ -470,6 +470,38 @@ static void test_compaction_never_splits_a_call_from_its_result(void) {
   teardown(&f);
 }
 
+/* A provider that counts many more tokens than the bytes suggest. */
+static int heavy_generate(void *user, const dexa_model_request *req, dexa_model_reply *reply) {
+  dexa_model_reply_add_item(reply, "{\"type\":\"message\"}", 18);
+  dexa_model_reply_add_text(reply, "noted", 5);
+  return dexa_model_reply_set_usage(reply, 9000, 10);
+}
+
+static void test_compaction_uses_the_providers_token_count(void) {
+  dexa_model_vtable vt;
+  dexa_model_vtable_init(&vt, sizeof vt);
+  vt.generate = heavy_generate;
+  dexa_model *m;
+  dexa_model_new(&m, "test/heavy", &vt, NULL);
+  fixture f = {make_agent(m, 10000, -1, 0), NULL}; /* 10000 tokens: bytes alone never near it */
+  dexa_model_free(m);
+  f.h = memhost_new(f.agent, "s-usage");
+  memhost_start(f.h, NULL);
+  send_text(&f, "first");
+  memhost_run(f.h);
+  CHECK_EQ_INT(memhost_dispatches(f.h, "CompactContext"), 0);
+  send_text(&f, "second");
+  memhost_run(f.h);
+  CHECK_EQ_INT(memhost_dispatches(f.h, "CompactContext"), 1);
+  CHECK_CONTAINS(memhost_attr(f.h, "AgentContextSummary"), "\"through_seq\":2");
+  /* the next call's usage is newer than the summary; with 9010 tokens it
+   * asks again, but the summary never covers the newest turn */
+  send_text(&f, "third");
+  memhost_run(f.h);
+  CHECK_CONTAINS(memhost_attr(f.h, "AgentMessages/00000000000000000005"), "\"text\":\"third\"");
+  teardown(&f);
+}
+
 static void test_retention_bounds_state(void) {
   fixture f = setup_with(3000, 20, 0);
   long_turns(&f, 40);
@@ -583,6 +615,7 @@ int main(void) {
   RUN(test_plan_mode_refused_when_disabled);
   RUN(test_compaction_summarizes_into_chunks_keeping_recent);
   RUN(test_compaction_never_splits_a_call_from_its_result);
+  RUN(test_compaction_uses_the_providers_token_count);
   RUN(test_retention_bounds_state);
   RUN(test_state_limit_refuses_with_clear_error);
   RUN(test_every_rpc_refuses_bad_input_and_changes_nothing);
