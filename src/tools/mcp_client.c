@@ -40,12 +40,28 @@ static void deadline_timespec(int64_t deadline_ms, struct timespec *ts) {
   ts->tv_nsec = (long)(deadline_ms % 1000) * 1000000L;
 }
 
+/* Writes one line to the stdio server of generation gen (any generation
+ * when gen is 0). The read lock keeps the transport alive meanwhile;
+ * disconnect takes the write lock before it stops the transport. Returns
+ * DEXA_E_IO when there is no such transport; 1 (not an error) for HTTP. */
+static int send_stdio(dexa__mcp_client *c, uint64_t gen, const char *text) {
+  pthread_rwlock_rdlock(&c->transport_lock);
+  pthread_mutex_lock(&c->mu);
+  dexa__mcp_stdio *s = !gen || c->generation == gen ? c->stdio : NULL;
+  int http = c->cfg.transport == DEXA__MCP_HTTP;
+  pthread_mutex_unlock(&c->mu);
+  int rc = http ? 1 : s ? dexa__mcp_stdio_send(s, text, strlen(text)) : DEXA_E_IO;
+  pthread_rwlock_unlock(&c->transport_lock);
+  return rc;
+}
+
 int dexa__mcp_client_init(dexa__mcp_client *c, const dexa__mcp_server_cfg *cfg) {
   memset(c, 0, sizeof *c);
   int rc = dexa__mcp_server_cfg_copy(&c->cfg, cfg);
   if (rc != DEXA_OK) return rc;
   pthread_mutex_init(&c->mu, NULL);
   pthread_mutex_init(&c->connect_mu, NULL);
+  pthread_rwlock_init(&c->transport_lock, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -74,6 +90,9 @@ static void disconnect(dexa__mcp_client *c) {
     if (!p->done) p->done = 1, p->failed = DEXA_E_IO;
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
+  /* Wait for writers still using the old transport, then stop it. */
+  pthread_rwlock_wrlock(&c->transport_lock);
+  pthread_rwlock_unlock(&c->transport_lock);
   dexa__mcp_stdio_stop(s);
   if (c->http) dexa__mcp_http_end_session(c->http);
 }
@@ -91,6 +110,7 @@ void dexa__mcp_client_close(dexa__mcp_client *c) {
   pthread_mutex_destroy(&c->mu);
   pthread_mutex_destroy(&c->connect_mu);
   pthread_cond_destroy(&c->cv);
+  pthread_rwlock_destroy(&c->transport_lock);
 }
 
 /* ---- messages from the server ---- */
@@ -115,13 +135,9 @@ static void answer_request(dexa__mcp_client *c, uint64_t gen, const dexa__rpc_ms
   char *text = cJSON_PrintUnformatted(r);
   cJSON_Delete(r);
   if (!text) return;
-  pthread_mutex_lock(&c->mu);
-  dexa__mcp_stdio *s = c->generation == gen ? c->stdio : NULL;
-  pthread_mutex_unlock(&c->mu);
   /* stdio: this runs on the reader thread while the transport is alive.
    * HTTP: POSTed from the thread whose stream carried the request. */
-  if (s) dexa__mcp_stdio_send(s, text, strlen(text));
-  else if (c->http) {
+  if (send_stdio(c, gen, text) == 1 && c->http) {
     char err[64];
     dexa__mcp_http_post(c->http, gen, text, "", NULL, NULL, dexa__mcp_now_ms() + cap_ms(c), err,
                         sizeof err);
@@ -232,11 +248,7 @@ static void send_cancel(dexa__mcp_client *c, uint64_t gen, const char *id, const
   cJSON_AddStringToObject(params, "reason", reason);
   char *text = dexa__mcp_build_request(c, NULL, "notifications/cancelled", params);
   if (!text) return;
-  pthread_mutex_lock(&c->mu);
-  dexa__mcp_stdio *s = c->generation == gen ? c->stdio : NULL;
-  pthread_mutex_unlock(&c->mu);
-  if (s) dexa__mcp_stdio_send(s, text, strlen(text));
-  else if (c->http && c->era != DEXA__MCP_ERA_MODERN) { /* modern HTTP: closing the stream cancels */
+  if (send_stdio(c, gen, text) == 1 && c->http && c->era != DEXA__MCP_ERA_MODERN) { /* modern HTTP: closing the stream cancels */
     char err[64];
     dexa__mcp_http_post(c->http, gen, text, "", "notifications/cancelled", NULL,
                         dexa__mcp_now_ms() + 2000, err, sizeof err);
@@ -279,7 +291,6 @@ static int request_on(dexa__mcp_client *c, uint64_t gen, const char *method, cJS
   }
   p.next = c->pending;
   c->pending = &p;
-  dexa__mcp_stdio *s = c->stdio;
   pthread_mutex_unlock(&c->mu);
 
   /* Mcp-Name (2026-07-28): the tool or prompt name, or the resource URI. */
@@ -292,8 +303,8 @@ static int request_on(dexa__mcp_client *c, uint64_t gen, const char *method, cJS
     snprintf(err, err_size, "the request is over the message size limit");
     rc = DEXA_E_TOO_LARGE;
   }
-  if (rc == DEXA_OK && s) {
-    rc = dexa__mcp_stdio_send(s, text, strlen(text));
+  if (rc == DEXA_OK && c->cfg.transport == DEXA__MCP_STDIO) {
+    rc = send_stdio(c, gen, text);
     if (rc != DEXA_OK) snprintf(err, err_size, "the server is not running (write failed)");
   } else if (rc == DEXA_OK && c->http) {
     rc = dexa__mcp_http_post(c->http, gen, text, p.id, method, name,
@@ -343,15 +354,14 @@ int dexa__mcp_notify(dexa__mcp_client *c, const char *method, cJSON *params) {
   char *text = dexa__mcp_build_request(c, NULL, method, params);
   if (!text) return DEXA_E_NOMEM;
   pthread_mutex_lock(&c->mu);
-  dexa__mcp_stdio *s = c->stdio;
   uint64_t gen = c->generation;
   pthread_mutex_unlock(&c->mu);
-  int rc = DEXA_E_IO;
   char err[64];
-  if (s) rc = dexa__mcp_stdio_send(s, text, strlen(text));
-  else if (c->http)
+  int rc = send_stdio(c, gen, text);
+  if (rc == 1 && c->http)
     rc = dexa__mcp_http_post(c->http, gen, text, "", method, NULL, dexa__mcp_now_ms() + cap_ms(c),
                              err, sizeof err);
+  if (rc == 1) rc = DEXA_E_IO;
   cJSON_free(text);
   return rc;
 }

@@ -150,6 +150,7 @@ struct dexa__mcp_client {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   pthread_mutex_t connect_mu; /* one connect attempt at a time */
+  pthread_rwlock_t transport_lock; /* writers (read lock) vs. stopping the stdio transport */
   int connected;
   uint64_t generation;  /* bumped by every new connection */
   int era;              /* detected era (cached across restarts) */

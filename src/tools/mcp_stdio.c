@@ -5,7 +5,7 @@
  * them to the client, which matches responses to requests by id; stderr is
  * drained and its tail kept for error messages. Writers take the write
  * mutex, one line at a time, with SIGPIPE blocked so a dead child is an
- * error, not a signal. Stopping closes stdin, then sends SIGTERM and
+ * error, not a signal, and give up after 10 s on a child that reads nothing. Stopping closes stdin, then sends SIGTERM and
  * SIGKILL to the process group, reaps the child and joins the reader. */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +25,7 @@
 extern char **environ;
 
 #define STDERR_TAIL 2048
+#define WRITE_TIMEOUT_MS 10000 /* a server that reads none of its input is broken */
 
 struct dexa__mcp_stdio {
   dexa__mcp_client *client;
@@ -211,6 +212,7 @@ static int spawn_child(dexa__mcp_stdio *s, const dexa__mcp_server_cfg *cfg, char
     goto done;
   }
   s->in_fd = in[1];
+  fcntl(s->in_fd, F_SETFL, fcntl(s->in_fd, F_GETFL) | O_NONBLOCK); /* our end only */
   s->out_fd = out[0];
   s->err_fd = er[0];
   in[1] = out[0] = er[0] = -1;
@@ -276,6 +278,11 @@ int dexa__mcp_stdio_send(dexa__mcp_stdio *s, const char *text, size_t len) {
     while (n > 0) {
       ssize_t w = s->in_fd >= 0 ? write(s->in_fd, p, n) : -1;
       if (w < 0 && errno == EINTR) continue;
+      if (w < 0 && errno == EAGAIN) { /* a full pipe: the server is not reading */
+        struct pollfd pf = {s->in_fd, POLLOUT, 0};
+        if (poll(&pf, 1, WRITE_TIMEOUT_MS) > 0) continue;
+        errno = ETIMEDOUT;
+      }
       if (w < 0) {
         got_pipe = errno == EPIPE;
         rc = DEXA_E_IO;
