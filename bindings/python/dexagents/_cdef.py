@@ -1,0 +1,165 @@
+"""The C declarations of libdexagents 1.0, written by hand from the public
+headers (include/dexagents/*.h) for cffi's ABI mode: no compiler and no header
+is needed at install or import time. Only what the bindings use, plus the
+plain helpers; every struct here starts with struct_size and is initialised by
+its exported dexa_*_init function, so its size comes from this declaration and
+the library accepts it as long as it is at least the 1.0 size."""
+
+CDEF = r"""
+typedef struct dexa_agent dexa_agent;
+typedef struct dexa_model dexa_model;
+typedef struct dexa_tool_source dexa_tool_source;
+typedef struct dexa_result dexa_result;
+typedef struct dexa_runtime dexa_runtime;
+typedef struct dexa_task dexa_task;
+typedef struct dexa_tool_list dexa_tool_list;
+typedef struct dexa_tool_invocation dexa_tool_invocation;
+typedef struct dexa_tool_output dexa_tool_output;
+typedef struct dexa_model_request dexa_model_request;
+typedef struct dexa_model_reply dexa_model_reply;
+typedef struct dexa_mcp_config dexa_mcp_config;
+
+void dexa_free(void *ptr);
+const char *dexa_version(void);
+uint32_t dexa_version_num(void);
+const char *dexa_strerror(int code);
+const char *dexa_error_name(int code);
+int dexa_error_class(int code);
+
+/* model.h */
+typedef struct dexa_model_vtable {
+  uint32_t struct_size;
+  int (*generate)(void *user_data, const dexa_model_request *request, dexa_model_reply *reply);
+  void (*destroy)(void *user_data);
+} dexa_model_vtable;
+int dexa_model_vtable_init(dexa_model_vtable *vtable, size_t struct_size);
+int dexa_model_new(dexa_model **out, const char *name, const dexa_model_vtable *vtable,
+                   void *user_data);
+int dexa_model_demo_new(dexa_model **out, const char *name);
+int dexa_model_client_new(dexa_model **out, const char *name, const char *options_json,
+                          size_t options_len, char *errmsg, size_t errmsg_size);
+void dexa_model_free(dexa_model *model);
+const char *dexa_model_name(const dexa_model *model);
+int dexa_model_request_json(const dexa_model_request *request, const char **json, size_t *len);
+int dexa_model_request_emit_delta(const dexa_model_request *request, int kind,
+                                  const char *text, size_t len);
+int dexa_model_reply_add_item(dexa_model_reply *reply, const char *item_json, size_t len);
+int dexa_model_reply_add_text(dexa_model_reply *reply, const char *text, size_t len);
+int dexa_model_reply_add_tool_call(dexa_model_reply *reply, const char *call_id,
+                                   const char *name, const char *arguments_json,
+                                   size_t arguments_len);
+int dexa_model_reply_set_usage(dexa_model_reply *reply, int64_t input_tokens,
+                               int64_t output_tokens);
+int dexa_model_reply_set_error(dexa_model_reply *reply, const char *message,
+                               int64_t retry_after_ms);
+
+/* tools.h */
+typedef struct dexa_tool_source_vtable {
+  uint32_t struct_size;
+  int (*list_tools)(void *user_data, dexa_tool_list *list);
+  int (*call_tool)(void *user_data, const dexa_tool_invocation *invocation, dexa_tool_output *out);
+  void (*destroy)(void *user_data);
+} dexa_tool_source_vtable;
+int dexa_tool_source_vtable_init(dexa_tool_source_vtable *vtable, size_t struct_size);
+int dexa_tool_source_new(dexa_tool_source **out, const char *name,
+                         const dexa_tool_source_vtable *vtable, void *user_data);
+void dexa_tool_source_free(dexa_tool_source *source);
+const char *dexa_tool_source_name(const dexa_tool_source *source);
+int dexa_tool_list_add(dexa_tool_list *list, const char *name, const char *description,
+                       const char *parameters_json, size_t parameters_len, int effect,
+                       int approval);
+const char *dexa_tool_invocation_name(const dexa_tool_invocation *invocation);
+const char *dexa_tool_invocation_call_id(const dexa_tool_invocation *invocation);
+const char *dexa_tool_invocation_session_id(const dexa_tool_invocation *invocation);
+const char *dexa_tool_invocation_idempotency_key(const dexa_tool_invocation *invocation);
+int dexa_tool_invocation_arguments(const dexa_tool_invocation *invocation,
+                                   const char **json, size_t *len);
+int32_t dexa_tool_invocation_attempt(const dexa_tool_invocation *invocation);
+int dexa_tool_output_set_text(dexa_tool_output *out, const char *text, size_t len, int is_error);
+int dexa_tool_output_set_content(dexa_tool_output *out, const char *json, size_t len);
+typedef int (*dexa_tool_fn)(void *user_data, const dexa_tool_invocation *invocation,
+                            dexa_tool_output *out);
+int dexa_function_tools_new(dexa_tool_source **out, const char *name);
+int dexa_function_tools_add(dexa_tool_source *source, const char *name,
+                            const char *description, const char *parameters_json,
+                            int effect, int approval, dexa_tool_fn fn, void *user_data);
+
+/* mcp.h */
+int dexa_mcp_config_load(dexa_mcp_config **out, const char *path, const char *json,
+                         size_t json_len, char *errmsg, size_t errmsg_size);
+int dexa_mcp_config_redacted_json(const dexa_mcp_config *config, char **out, size_t *out_len);
+void dexa_mcp_config_free(dexa_mcp_config *config);
+int dexa_mcp_tool_sources_new(dexa_tool_source ***out, size_t *count,
+                              const dexa_mcp_config *config);
+void dexa_mcp_tool_sources_free(dexa_tool_source **sources, size_t count);
+
+/* agent.h */
+typedef struct dexa_agent_def {
+  uint32_t struct_size;
+  int32_t reserved0;
+  const char *flow_type;
+  const char *instructions;
+  dexa_model *const *models;
+  size_t model_count;
+  dexa_tool_source *const *tool_sources;
+  size_t tool_source_count;
+  uint32_t builtin_tools;
+  int32_t plan_mode_enabled;
+  int64_t context_window_tokens;
+  int32_t compaction_threshold_pct;
+  int32_t compaction_keep_pct;
+  int64_t retention_messages;
+  int32_t keep_full_transcript;
+  int32_t run_model_max_attempts;
+  int64_t run_model_timeout_ms;
+  int32_t tool_max_attempts;
+  int32_t reserved1;
+  int64_t tool_timeout_ms;
+  int64_t max_state_bytes;
+  int64_t max_message_bytes;
+} dexa_agent_def;
+int dexa_agent_def_init(dexa_agent_def *def, size_t struct_size);
+int dexa_agent_new(dexa_agent **out, const dexa_agent_def *def, char *errmsg, size_t errmsg_size);
+void dexa_agent_free(dexa_agent *agent);
+const char *dexa_agent_flow_type(const dexa_agent *agent);
+int dexa_flow_describe(char **out, size_t *out_len, const dexa_agent *agent);
+
+/* runtime.h */
+typedef int64_t (*dexa_clock_fn)(void *user_data);
+typedef struct dexa_runtime_options {
+  uint32_t struct_size;
+  int32_t reserved0;
+  const char *store;
+  const char *sqlite_synchronous;
+  int64_t lease_ms;
+  const char *worker_id;
+  dexa_clock_fn clock;
+  void *clock_user_data;
+  int64_t events_retained;
+} dexa_runtime_options;
+int dexa_runtime_options_init(dexa_runtime_options *options, size_t struct_size);
+int dexa_runtime_new(dexa_runtime **out, const dexa_agent *agent,
+                     const dexa_runtime_options *options, char *errmsg, size_t errmsg_size);
+void dexa_runtime_free(dexa_runtime *runtime);
+const char *dexa_runtime_errmsg(const dexa_runtime *runtime);
+int dexa_runtime_start_session(dexa_runtime *runtime, const char *session_id,
+                               const char *settings_json, size_t settings_len,
+                               char **out, size_t *out_len);
+int dexa_runtime_call(dexa_runtime *runtime, const char *session_id, const char *rpc,
+                      const char *input_json, size_t input_len, char **out, size_t *out_len);
+int dexa_runtime_list_sessions(dexa_runtime *runtime, const char *after, int32_t limit,
+                               char **out, size_t *out_len);
+int dexa_runtime_read_events(dexa_runtime *runtime, const char *session_id,
+                             const char *resume_token, int32_t max_events,
+                             int64_t timeout_ms, char **out, size_t *out_len);
+int dexa_runtime_run_ready(dexa_runtime *runtime, int32_t *ran);
+int dexa_runtime_start(dexa_runtime *runtime, int32_t threads);
+int dexa_runtime_stop(dexa_runtime *runtime);
+int dexa_runtime_wait_idle(dexa_runtime *runtime, const char *session_id, int64_t timeout_ms);
+
+/* http.h: the helpers that need no libmicrohttpd */
+int dexa_http_token_sign(const void *key, size_t key_len, const char *session_id,
+                         char *out, size_t out_size);
+int dexa_http_token_verify(const void *key, size_t key_len, const char *session_id,
+                           const char *token);
+"""
