@@ -119,39 +119,18 @@ static int put_messages(const dexa__client_cfg *cfg, const dexa_model_request *r
 }
 
 static int put_tools(const dexa__client_cfg *cfg, const dexa_model_request *req, dexa__buf *b) {
-  cJSON *tools;
-  int rc = dexa__request_tools(req, &tools);
-  if (rc != DEXA_OK) return rc;
-  if (cJSON_GetArraySize(tools) > 0) {
-    dexa__buf_puts(b, ",\"tools\":[");
-    int i = 0;
-    const cJSON *t;
-    cJSON_ArrayForEach(t, tools) {
-      if (i++) dexa__buf_putc(b, ',');
-      dexa__buf_puts(b, "{\"name\":");
-      dexa__buf_json_cstr(b, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name")));
-      const char *desc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "description"));
-      if (desc && *desc) {
-        dexa__buf_puts(b, ",\"description\":");
-        dexa__buf_json_cstr(b, desc);
-      }
-      char *params = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(t, "parameters"));
-      dexa__buf_puts(b, ",\"input_schema\":");
-      dexa__buf_puts(b, params ? params : "{\"type\":\"object\",\"properties\":{}}");
-      cJSON_free(params);
-      dexa__buf_putc(b, '}');
-    }
-    dexa__buf_putc(b, ']');
-    /* Forced choice ("any") is refused with thinking when the client is made. */
-    const char *choice = cfg->tool_choice && !strcmp(cfg->tool_choice, "required") ? "any"
-                         : cfg->tool_choice && !strcmp(cfg->tool_choice, "none") ? "none"
-                                                                                 : "auto";
-    dexa__buf_printf(b, ",\"tool_choice\":{\"type\":\"%s\"", choice);
-    if (!cfg->parallel_tool_calls && strcmp(choice, "none") != 0)
-      dexa__buf_puts(b, ",\"disable_parallel_tool_use\":true");
-    dexa__buf_putc(b, '}');
-  }
-  cJSON_Delete(tools);
+  static const dexa__tool_shape shape = {"{\"name\":", ",\"input_schema\":", "}"};
+  int count;
+  int rc = dexa__put_tools(req, &shape, b, &count);
+  if (rc != DEXA_OK || count == 0) return rc;
+  /* Forced choice ("any") is refused with thinking when the client is made. */
+  const char *choice = cfg->tool_choice && !strcmp(cfg->tool_choice, "required") ? "any"
+                       : cfg->tool_choice && !strcmp(cfg->tool_choice, "none") ? "none"
+                                                                               : "auto";
+  dexa__buf_printf(b, ",\"tool_choice\":{\"type\":\"%s\"", choice);
+  if (!cfg->parallel_tool_calls && strcmp(choice, "none") != 0)
+    dexa__buf_puts(b, ",\"disable_parallel_tool_use\":true");
+  dexa__buf_putc(b, '}');
   return DEXA_OK;
 }
 

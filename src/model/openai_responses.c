@@ -90,34 +90,14 @@ static int put_input(const dexa__client_cfg *cfg, const dexa_model_request *req,
 }
 
 static int put_tools(const dexa__client_cfg *cfg, const dexa_model_request *req, dexa__buf *b) {
-  cJSON *tools;
-  int rc = dexa__request_tools(req, &tools);
-  if (rc != DEXA_OK) return rc;
-  if (cJSON_GetArraySize(tools) > 0) {
-    dexa__buf_puts(b, ",\"tools\":[");
-    int i = 0;
-    const cJSON *t;
-    cJSON_ArrayForEach(t, tools) {
-      if (i++) dexa__buf_putc(b, ',');
-      dexa__buf_puts(b, "{\"type\":\"function\",\"name\":");
-      dexa__buf_json_cstr(b, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name")));
-      const char *desc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "description"));
-      if (desc && *desc) {
-        dexa__buf_puts(b, ",\"description\":");
-        dexa__buf_json_cstr(b, desc);
-      }
-      char *params = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(t, "parameters"));
-      dexa__buf_puts(b, ",\"parameters\":");
-      dexa__buf_puts(b, params ? params : "{\"type\":\"object\",\"properties\":{}}");
-      cJSON_free(params);
-      dexa__buf_puts(b, ",\"strict\":false}");
-    }
-    dexa__buf_putc(b, ']');
-    dexa__buf_puts(b, ",\"tool_choice\":");
-    dexa__buf_json_cstr(b, cfg->tool_choice ? cfg->tool_choice : "auto");
-    dexa__buf_printf(b, ",\"parallel_tool_calls\":%s", cfg->parallel_tool_calls ? "true" : "false");
-  }
-  cJSON_Delete(tools);
+  static const dexa__tool_shape shape = {"{\"type\":\"function\",\"name\":", ",\"parameters\":",
+                                         ",\"strict\":false}"};
+  int count;
+  int rc = dexa__put_tools(req, &shape, b, &count);
+  if (rc != DEXA_OK || count == 0) return rc;
+  dexa__buf_puts(b, ",\"tool_choice\":");
+  dexa__buf_json_cstr(b, cfg->tool_choice ? cfg->tool_choice : "auto");
+  dexa__buf_printf(b, ",\"parallel_tool_calls\":%s", cfg->parallel_tool_calls ? "true" : "false");
   return DEXA_OK;
 }
 

@@ -147,6 +147,33 @@ int dexa__request_tools(const dexa_model_request *req, cJSON **tools) {
   return DEXA_OK;
 }
 
+int dexa__put_tools(const dexa_model_request *req, const dexa__tool_shape *shape, dexa__buf *b,
+                    int *count) {
+  cJSON *tools;
+  int rc = dexa__request_tools(req, &tools);
+  *count = 0;
+  if (rc != DEXA_OK) return rc;
+  const cJSON *t;
+  cJSON_ArrayForEach(t, tools) {
+    dexa__buf_puts(b, (*count)++ ? "," : ",\"tools\":[");
+    dexa__buf_puts(b, shape->open);
+    dexa__buf_json_cstr(b, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "name")));
+    const char *desc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "description"));
+    if (desc && *desc) {
+      dexa__buf_puts(b, ",\"description\":");
+      dexa__buf_json_cstr(b, desc);
+    }
+    char *params = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(t, "parameters"));
+    dexa__buf_puts(b, shape->params_key);
+    dexa__buf_puts(b, params ? params : "{\"type\":\"object\",\"properties\":{}}");
+    cJSON_free(params);
+    dexa__buf_puts(b, shape->close);
+  }
+  if (*count) dexa__buf_putc(b, ']');
+  cJSON_Delete(tools);
+  return b->oom ? DEXA_E_NOMEM : DEXA_OK;
+}
+
 void dexa__put_arguments_string(dexa__buf *b, const cJSON *arguments) {
   char *a = arguments ? cJSON_PrintUnformatted(arguments) : NULL;
   dexa__buf_json_cstr(b, a ? a : "{}");

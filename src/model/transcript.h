@@ -52,6 +52,19 @@ int dexa__compaction_text(const dexa_model_request *req, dexa__buf *out);
 /* The offered tools, parsed ([] when none). Caller frees with cJSON_Delete. */
 int dexa__request_tools(const dexa_model_request *req, cJSON **tools);
 
+/* How one provider spells an offered tool: open, the name, the description
+ * (when there is one), params_key, the JSON Schema, close. */
+typedef struct dexa__tool_shape {
+  const char *open;       /* up to the name's value, e.g. {"type":"function","name": */
+  const char *params_key; /* ,"parameters": or ,"input_schema": */
+  const char *close;      /* what ends the tool, e.g. } */
+} dexa__tool_shape;
+
+/* Appends ,"tools":[...] with the request's tools in that shape; *count gets
+ * how many (0: nothing was appended). */
+int dexa__put_tools(const dexa_model_request *req, const dexa__tool_shape *shape, dexa__buf *b,
+                    int *count);
+
 /* Appends the tool call's arguments (a JSON object) as a JSON string
  * literal, as the OpenAI APIs want them. */
 void dexa__put_arguments_string(dexa__buf *b, const cJSON *arguments);
