@@ -85,7 +85,7 @@ DEX_AGENT_LISTEN ?= 127.0.0.1:8080
 ABI_BASELINE := abi/libdexagents.abi
 
 .DELETE_ON_ERROR:
-.PHONY: all lib-shared lib-static deps deps-check deps-valgrind examples tests bench run run-chat check \
+.PHONY: all lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench run run-chat check \
   check-asan check-valgrind check-abi abi-update fuzz install install-shared install-static \
   install-includes install-man install-pc uninstall clean help
 
@@ -209,7 +209,7 @@ run:
 # failed, so the last line is always the total.
 check:
 	@$(MAKE) --no-print-directory deps-check
-	@$(MAKE) --no-print-directory -k all examples tests || true
+	@$(MAKE) --no-print-directory -k all examples tests bindings || true
 	@BUILD=$(BUILD) LIBOUT=$(LIBOUT) test/run
 
 check-asan:
@@ -222,10 +222,17 @@ check-asan:
 
 check-valgrind:
 	@$(MAKE) --no-print-directory deps-valgrind
-	@$(MAKE) --no-print-directory -k all tests || true
+	@$(MAKE) --no-print-directory -k all tests bindings || true
 	@BUILD=$(BUILD) LIBOUT=$(LIBOUT) \
 	  TEST_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" \
 	  test/run
+
+# ---- language bindings -----------------------------------------------------
+# bindings/python needs no build (cffi ABI mode over the .so); bindings/node is
+# an N-API addon built with $(CC) against Node's headers (bindings/node/build.sh).
+bindings: $(SHLIB)
+	@if command -v node >/dev/null 2>&1; then CC="$(CC)" LIBOUT="$(LIBOUT)" bindings/node/build.sh; \
+	else echo "bindings: node is not installed; the Node addon is not built"; fi
 
 # ---- ABI baseline (abigail-tools) ----------------------------------------
 # abi-update writes the reviewed baseline from a -g build; check-abi fails on
@@ -270,10 +277,10 @@ uninstall:
 	  $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/man7/*.7)))
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build
 
 help:
-	@echo "targets: all lib-shared lib-static deps examples tests check check-asan check-valgrind"
+	@echo "targets: all lib-shared lib-static deps examples tests bindings check check-asan check-valgrind"
 	@echo "         bench run run-chat install uninstall check-abi abi-update fuzz clean"
 	@echo "install: PREFIX=$(PREFIX) DESTDIR= LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"
 	@echo "         MANDIR=$(MANDIR) PKGCONFIGDIR=$(PKGCONFIGDIR)"

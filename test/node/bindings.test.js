@@ -1,0 +1,270 @@
+'use strict';
+// The Node bindings (bindings/node, N-API addon) end to end: an agent with
+// JavaScript tools (sync and async) on the demo model in the embedded runtime
+// with worker threads, every client operation as a Promise, errors as
+// DexaError with code and errno, events as an async iterator with resume
+// tokens. `make check` builds the addon (make bindings) before test/run.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+
+const SANITIZED = !!process.env.SAN_FLAGS; // an ASan library cannot load into node
+const dx = SANITIZED ? null : require(path.join(__dirname, '..', '..', 'bindings', 'node'));
+const WAIT_MS = 20000;
+
+function makeTools(log) {
+  const saveFile = dx.tool(async (args, call) => {
+    log.push({ name: 'save_file', args, call });
+    await new Promise((r) => setTimeout(r, 5)); // a Promise-returning tool
+    return `saved ${args.path}`;
+  }, {
+    name: 'save_file', description: 'Saves a file (needs approval).', effect: 'write',
+    approval: true,
+    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  });
+  const explode = dx.tool(function explode(args, call) {
+    log.push({ name: 'explode', args, call });
+    throw new RangeError(`kaboom ${JSON.stringify(args)}`);
+  }, { description: 'Always fails.' });
+  const rejects = dx.tool(async (args, call) => {
+    log.push({ name: 'rejects', args, call });
+    throw new TypeError('async failure');
+  }, { name: 'rejects' });
+  const lookup = dx.tool((args, call) => {
+    log.push({ name: 'lookup', args, call });
+    return { key: args.key, value: 42 };
+  }, { name: 'lookup', effect: dx.READ });
+  return [saveFile, explode, rejects, lookup];
+}
+
+async function setup(t, workers = 3) {
+  const log = [];
+  const agent = new dx.Agent({
+    instructions: 'You are a test agent.', models: ['mock/dex', 'mock/dex-mini'],
+    tools: makeTools(log), builtinTools: dx.BUILTIN_ALL, planMode: true,
+    limits: { toolMaxAttempts: 2 },
+  });
+  const rt = new dx.Runtime(agent, { store: ':memory:', workers });
+  t.after(() => rt.close());
+  const idle = async (sid) => { await rt.waitIdle(sid, WAIT_MS); return rt.snapshot(sid); };
+  return { log, agent, rt, idle };
+}
+
+const lastModelText = (snap) =>
+  snap.messages.filter((m) => m.role === 'model' && m.text !== undefined).pop()?.text;
+
+async function durableTypes(rt, sid, token = '') {
+  const out = [];
+  for await (const ev of rt.events(sid, { token, timeoutMs: 0 })) if (!ev.live) out.push(ev.type);
+  return out;
+}
+
+async function rejectsWith(p, code) {
+  await assert.rejects(p, (e) => {
+    assert.ok(e instanceof dx.DexaError, `not a DexaError: ${e}`);
+    assert.equal(e.code, code);
+    assert.equal(e.errno, dx[code]);
+    return true;
+  });
+}
+
+test('library information and errors', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
+  const { rt } = await setup(t);
+  assert.equal(dx.version(), '1.0.0');
+  assert.equal(dx.errorName(-106), 'DEXA_E_NOT_FOUND');
+  assert.equal(dx.DEXA_E_NOT_FOUND, -106);
+  await assert.rejects(rt.snapshot('no-such-session'), (e) => {
+    assert.ok(e instanceof Error);
+    assert.equal(e.code, 'DEXA_E_NOT_FOUND');
+    assert.equal(e.errno, -106);
+    assert.match(e.message, /no such session/);
+    assert.equal(e.document.error.code, -106);
+    return true;
+  });
+  const sid = await rt.startSession({ sessionId: 's-err' });
+  await rejectsWith(rt.call(sid, 'no_such_rpc'), 'DEXA_E_UNKNOWN_RPC');
+  await rejectsWith(rt.send(sid, '   '), 'DEXA_E_EMPTY_MESSAGE');
+  await rejectsWith(rt.startSession({ sessionId: 's-err' }), 'DEXA_E_ALREADY_EXISTS');
+  await rejectsWith(rt.approve(sid, 'no-call'), 'DEXA_E_NOT_PENDING');
+  assert.throws(() => new dx.Agent({ models: [] }), (e) => e.code === 'DEXA_E_INVALID_ARG' && e.errno === -101);
+});
+
+test('models: demo and provider clients', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
+  const { rt, idle, agent } = await setup(t);
+  const m = dx.Model.client('anthropic/claude-sonnet-4', { api_key: 'test', timeout_ms: 1000 });
+  assert.equal(m.name, 'anthropic/claude-sonnet-4');
+  assert.throws(() => dx.Model.client('openai/x', { no_such_option: 1 }),
+    (e) => e.code === 'DEXA_E_UNKNOWN_KEY' && /no_such_option/.test(e.message));
+  assert.throws(() => dx.Model.client('nosuchprovider/x'), (e) => e.code === 'DEXA_E_INVALID_ARG');
+  const sid = await rt.startSession({ model: 'mock/dex-mini' });
+  assert.match(sid, /^s-/);
+  await rt.send(sid, '/model');
+  assert.match(lastModelText(await idle(sid)), /mock\/dex-mini/);
+  assert.equal(agent.describe().flow_type, 'AgentSession');
+  const list = await rt.listSessions();
+  assert.ok(list.sessions.some((s) => s.session_id === sid));
+});
+
+test('approved WRITE tool (async JS function) runs once', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
+  const { rt, idle, log } = await setup(t);
+  const sid = await rt.startSession({ sessionId: 's-approve' });
+  await rt.send(sid, '/tool save_file {"path": "notes.txt"}');
+  let snap = await idle(sid);
+  assert.equal(snap.pending.length, 1);
+  const p = snap.pending[0];
+  assert.deepEqual([p.kind, p.name, p.effect], ['approval', 'save_file', 'write']);
+  assert.deepEqual(p.arguments, { path: 'notes.txt' });
+  assert.equal(log.length, 0);
+  await rt.approve(sid, p.call_id, 'fine');
+  snap = await idle(sid);
+  const runs = log.filter((e) => e.name === 'save_file');
+  assert.equal(runs.length, 1);
+  assert.deepEqual(runs[0].args, { path: 'notes.txt' });
+  assert.equal(runs[0].call.idempotencyKey, `${sid}:${p.call_id}`);
+  assert.equal(runs[0].call.attempt, 1);
+  assert.deepEqual(snap.pending, []);
+  assert.equal(snap.turn.status, 'idle');
+  const tool = snap.messages.filter((m) => m.role === 'tool').pop();
+  assert.deepEqual([tool.status, tool.output], ['ok', 'saved notes.txt']);
+  assert.equal(lastModelText(snap), 'Tool save_file (ok): saved notes.txt');
+  await rejectsWith(rt.reject(sid, p.call_id), 'DEXA_E_NOT_PENDING');
+  assert.equal(log.filter((e) => e.name === 'save_file').length, 1);
+});
+
+test('rejected WRITE tool never runs', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
+  const { rt, idle, log } = await setup(t);
+  const sid = await rt.startSession({ sessionId: 's-reject' });
+  await rt.send(sid, '/tool save_file {"path": "x"}');
+  const callId = (await idle(sid)).pending[0].call_id;
+  await rt.reject(sid, callId, 'not now');
+  const snap = await idle(sid);
+  assert.equal(log.length, 0);
+  const tool = snap.messages.filter((m) => m.role === 'tool').pop();
+  assert.equal(tool.status, 'rejected');
+  assert.match(tool.output, /not now/);
+});
+
+test('throwing and rejecting tools are tool errors; parallel calls', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
+  const { rt, idle, log } = await setup(t);
+  const sid = await rt.startSession({ sessionId: 's-raise' });
+  const lines = ['/tool explode {"a": 1}', '/tool rejects {}'];
+  for (let i = 0; i < 5; i++) lines.push(`/tool lookup {"key": "k${i}"}`);
+  await rt.send(sid, lines.join('\n'));
+  const snap = await idle(sid);
+  const tools = snap.messages.filter((m) => m.role === 'tool');
+  assert.equal(tools.length, 7);
+  const byName = Object.fromEntries(tools.map((m) => [m.name, m]));
+  assert.equal(byName.explode.status, 'error');
+  assert.match(byName.explode.output, /RangeError: kaboom/);
+  assert.equal(byName.rejects.status, 'error');
+  assert.match(byName.rejects.output, /TypeError: async failure/);
+  assert.deepEqual(tools.filter((m) => m.name === 'lookup').map((m) => JSON.parse(m.output).key).sort(),
+    ['k0', 'k1', 'k2', 'k3', 'k4']);
+  assert.equal(snap.turn.status, 'idle');
+  assert.equal(log.filter((e) => e.name === 'explode').length, 1);
+});
+
+test('question and answer', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
+  const { rt, idle } = await setup(t);
+  const sid = await rt.startSession({ sessionId: 's-ask' });
+  await rt.send(sid, '/ask What colour?');
+  const p = (await idle(sid)).pending[0];
+  assert.deepEqual([p.kind, p.prompt], ['question', 'What colour?']);
+  await rejectsWith(rt.answer(sid, p.call_id, '  '), 'DEXA_E_EMPTY_MESSAGE');
+  await rt.answer(sid, p.call_id, 'blue');
+  const snap = await idle(sid);
+  assert.deepEqual(snap.pending, []);
+  assert.match(lastModelText(snap), /blue/);
+});
+
+test('steer, stop and delete', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
+  const { rt, idle } = await setup(t);
+  const sid = await rt.startSession({ sessionId: 's-steer' });
+  await rt.send(sid, '/wait 600 coffee');
+  let snap = await idle(sid);
+  assert.equal(snap.turn.status, 'running');
+  assert.equal(snap.pending[0].kind, 'timer');
+  await rt.stopTurn(sid);
+  snap = await idle(sid);
+  assert.equal(snap.turn.status, 'cancelled');
+  await rejectsWith(rt.stopTurn(sid), 'DEXA_E_BAD_STATE');
+  await rt.send(sid, '/wait 600 tea');
+  await idle(sid);
+  const queued = await rt.send(sid, 'steered hello');
+  const extra = await rt.send(sid, 'to be deleted');
+  assert.equal(queued.queued, true);
+  assert.deepEqual((await rt.snapshot(sid)).queue.map((q) => q.id), [queued.message_id, extra.message_id]);
+  await rt.delete(sid, extra.message_id);
+  await rejectsWith(rt.delete(sid, extra.message_id), 'DEXA_E_NOT_FOUND');
+  await rt.steer(sid, queued.message_id);
+  snap = await idle(sid);
+  assert.equal(snap.turn.status, 'idle');
+  assert.match(lastModelText(snap), /steered hello/);
+  const types = await durableTypes(rt, sid);
+  assert.ok(types.includes('turn_cancelled'));
+  assert.equal(types.filter((x) => x === 'turn_control').length, 2);
+});
+
+test('plan and execute plan', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
+  const { rt, idle } = await setup(t);
+  const sid = await rt.startSession({ sessionId: 's-plan' });
+  await rt.send(sid, 'Plan a picnic', { planMode: true });
+  const plan = (await idle(sid)).plan;
+  assert.equal(plan.status, 'draft');
+  assert.equal(plan.todos.length, 2);
+  await rejectsWith(rt.executePlan(sid, plan.revision + 5), 'DEXA_E_STALE_REVISION');
+  const r = await rt.executePlan(sid, plan.revision);
+  assert.equal(r.revision, plan.revision);
+  const snap = await idle(sid);
+  assert.equal(snap.turn.mode, 'executing');
+  assert.ok((await durableTypes(rt, sid)).includes('plan_updated'));
+});
+
+test('events with resume tokens, a follower, older messages', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
+  const { rt, idle } = await setup(t);
+  const sid = await rt.startSession({ sessionId: 's-events' });
+  for (let i = 0; i < 3; i++) { await rt.send(sid, `message ${i}`); await idle(sid); }
+  const evs = [];
+  for await (const ev of rt.events(sid, { timeoutMs: 0 })) evs.push(ev);
+  assert.equal(evs[0].type, 'session_started');
+  assert.equal(evs.filter((e) => !e.live && e.type === 'turn_finished').length, 3);
+  assert.ok(evs.every((e) => typeof e.token === 'string' && e.token));
+  const rest = [];
+  for await (const ev of rt.events(sid, { token: evs[4].token, timeoutMs: 0 })) rest.push(ev.token);
+  assert.deepEqual(rest, evs.slice(5).map((e) => e.token));
+  const snap = await rt.snapshot(sid);
+  assert.deepEqual(await durableTypes(rt, sid, snap.resume_token), []);
+  // a follower (async iterator, follow) sees a later turn
+  const got = [];
+  const follower = (async () => {
+    for await (const ev of rt.events(sid, { token: snap.resume_token, follow: true, timeoutMs: 200 })) {
+      got.push(ev.type);
+      if (ev.type === 'turn_finished') return;
+    }
+  })();
+  await rt.send(sid, 'later');
+  await follower;
+  assert.ok(got.includes('turn_started'));
+  await rejectsWith(rt.readEvents(sid, 'not-a-token'), 'DEXA_E_INVALID_RESUME_TOKEN');
+  const page = await rt.messages(sid, { limit: 2 });
+  assert.equal(page.messages.length, 2);
+  assert.equal(page.has_more, true);
+  const older = await rt.messages(sid, { beforeSeq: page.messages[0].seq, limit: 200 });
+  assert.equal(older.has_more, false);
+  const seqs = older.messages.concat(page.messages).map((m) => m.seq);
+  assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b));
+  assert.equal(older.messages[0].text, 'message 0');
+});
+
+test('host-driven: runReady on the pool, then close', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
+  const { rt, log } = await setup(t, 0);
+  const sid = await rt.startSession({ sessionId: 's-host' });
+  await rt.send(sid, '/tool lookup {"key": "main"}');
+  let ran = 0;
+  for (let n = await rt.runReady(); n; n = await rt.runReady()) ran += n;
+  assert.ok(ran > 2);
+  assert.equal(log.length, 1);
+  assert.equal((await rt.snapshot(sid)).turn.status, 'idle');
+  await rt.close();
+  await rejectsWith(rt.snapshot(sid), 'DEXA_E_INVALID_ARG');
+});
