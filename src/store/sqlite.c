@@ -218,11 +218,10 @@ static int apply_pragmas(sq_conn *c, const sq_store *s) {
   if (sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK)
     return DEXA_E_IO;
   if (sqlite3_exec(c->db, sync, NULL, NULL, NULL) != SQLITE_OK) return DEXA_E_IO;
-  /* Reads through a memory map instead of pread, a larger page cache, and
-   * checkpoints less often: each is I/O off the commit path. */
+  /* Reads of checkpointed pages through a memory map instead of pread, and
+   * a larger page cache per connection. */
   sqlite3_exec(c->db, "PRAGMA mmap_size=268435456", NULL, NULL, NULL);
   sqlite3_exec(c->db, "PRAGMA cache_size=-16384", NULL, NULL, NULL);
-  sqlite3_exec(c->db, "PRAGMA wal_autocheckpoint=4000", NULL, NULL, NULL);
   return DEXA_OK;
 }
 
