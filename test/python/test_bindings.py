@@ -103,6 +103,39 @@ class BindingsTest(unittest.TestCase):
         self.assertEqual(cm.exception.name, "DEXA_E_INVALID_ARG")
         self.assertTrue(cm.exception.message)
 
+    def test_cdef_matches_the_headers(self):
+        """The hand-written cdef has the layout of the C headers (a C program
+        compiled against include/ prints sizeof and every offsetof)."""
+        import shutil
+        import subprocess
+        import tempfile
+        cc = shutil.which(os.environ.get("CC", "cc"))
+        if not cc:
+            self.skipTest("no C compiler")
+        structs = {
+            "dexa_agent_def": "", "dexa_runtime_options": "", "dexa_model_vtable": "",
+            "dexa_tool_source_vtable": "",
+        }
+        lines = ["#include <dexagents/dexagents.h>", "#include <stdio.h>", "#include <stddef.h>",
+                 "int main(void) {"]
+        expected = []
+        for name in structs:
+            lines.append('printf("%%s %%zu\\n", "%s", sizeof(%s));' % (name, name))
+            expected.append("%s %d" % (name, dx.ffi.sizeof(name)))
+            for field, _ in dx.ffi.typeof(name).fields:
+                lines.append('printf("%%s.%%s %%zu\\n", "%s", "%s", offsetof(%s, %s));'
+                             % (name, field, name, field))
+                expected.append("%s.%s %d" % (name, field, dx.ffi.offsetof(name, field)))
+        lines.append("return 0; }")
+        with tempfile.TemporaryDirectory() as d:
+            src, exe = os.path.join(d, "layout.c"), os.path.join(d, "layout")
+            with open(src, "w") as f:
+                f.write("\n".join(lines))
+            subprocess.run([cc, "-std=c11", "-I", os.path.join(ROOT, "include"), src, "-o", exe],
+                           check=True)
+            got = subprocess.run([exe], check=True, capture_output=True, text=True).stdout
+        self.assertEqual(got.split("\n")[:-1], expected)
+
     def test_models(self):
         m = dx.Model.client("openai/gpt-4.1-mini", {"api_key": "sk-test", "timeout_ms": 1000})
         self.assertEqual(m.name, "openai/gpt-4.1-mini")
