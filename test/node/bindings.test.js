@@ -268,3 +268,22 @@ test('host-driven: runReady on the pool, then close', { skip: SANITIZED && 'sani
   await rt.close();
   await rejectsWith(rt.snapshot(sid), 'DEXA_E_INVALID_ARG');
 });
+
+test('exit while a JS tool runs and the runtime is open: no crash', { skip: SANITIZED && 'sanitizer build' }, () => {
+  const { spawnSync } = require('node:child_process');
+  const mod = JSON.stringify(path.join(__dirname, '..', '..', 'bindings', 'node'));
+  const script = `const dx = require(${mod});
+(async () => {
+  const slow = dx.tool(async () => { await new Promise((r) => setTimeout(r, 300)); return 'done'; },
+    { name: 'slow' });
+  const rt = new dx.Runtime(new dx.Agent({ tools: [slow] }), { workers: 2 });
+  const sid = await rt.startSession();
+  await rt.send(sid, '/tool slow {}');
+  await new Promise((r) => setTimeout(r, 100));
+  console.log('exiting');
+})();`;
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30000 });
+  assert.equal(r.signal, null, r.stderr);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), 'exiting');
+});

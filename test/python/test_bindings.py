@@ -334,6 +334,29 @@ class BindingsTest(unittest.TestCase):
             rt.snapshot("s-host")  # closed
 
 
+@unittest.skipIf(SANITIZED, "sanitizer build: the library cannot load into python3")
+class ExitTest(unittest.TestCase):
+    def test_exit_while_a_tool_runs(self):
+        """The interpreter exits with an open runtime whose worker runs a
+        Python tool: the atexit hook closes it; no crash, no hang."""
+        import subprocess
+        script = (
+            "import time, dexagents as dx\n"
+            "@dx.tool\n"
+            "def slow(args, call):\n"
+            "    time.sleep(0.3)\n"
+            "    return 'done'\n"
+            "rt = dx.Runtime(dx.Agent('x', tools=[slow]), workers=2)\n"
+            "sid = rt.start_session()\n"
+            "rt.send(sid, '/tool slow {}')\n"
+            "time.sleep(0.1)\n"
+            "print('exiting')\n")
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "bindings", "python"))
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "exiting"), r.stderr)
+
+
 def main():
     if SANITIZED:
         print("skip python bindings: sanitizer build")

@@ -196,6 +196,7 @@ typedef struct tool_call {
   pthread_cond_t cv;
   int refs;
   int done;
+  int js_released; /* the JS side's reference is dropped (finish ran) */
   int is_error;
   char *text;
   size_t text_len;
@@ -206,7 +207,16 @@ typedef struct tool_call {
   size_t args_len;
   char *name, *call_id, *session_id, *idem_key;
   int32_t attempt;
+  struct tool_call *prev, *next; /* in g_calls while the JS side holds a reference */
 } tool_call;
+
+/* Process-wide state for the environment's teardown (see env_cleanup): the
+ * calls handed to JavaScript and not answered yet, the open runtimes, and
+ * whether the environment is going away. g_mu also orders every use of an
+ * agent's threadsafe function against its finalization. */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static tool_call *g_calls;
+static int g_closing;
 
 static char *dup_s(const char *s) {
   if (!s) s = "";
@@ -233,10 +243,27 @@ static void tool_call_unref(tool_call *c) {
   free(c);
 }
 
-/* Completes c (first completion wins) and drops the JS side's reference. */
-static void tool_call_finish(tool_call *c, int is_error, char *text, size_t text_len,
-                             char *content, size_t content_len) {
+static void tool_call_unlink(tool_call *c) {
+  pthread_mutex_lock(&g_mu);
+  if (c->prev || c->next || g_calls == c) {
+    if (c->prev) c->prev->next = c->next;
+    else g_calls = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* Completes c (the first completion wins; takes text and content). With
+ * release, drops the JS side's reference: done() and the threadsafe
+ * function's teardown call do, each at most once per call; env_cleanup only
+ * wakes the worker (a call JavaScript never answered then stays allocated). */
+static void tool_call_finish(tool_call *c, int release, int is_error, char *text,
+                             size_t text_len, char *content, size_t content_len) {
+  tool_call_unlink(c);
   pthread_mutex_lock(&c->mu);
+  if (release && c->js_released) release = 0;
+  if (release) c->js_released = 1;
   if (!c->done) {
     c->done = 1;
     c->is_error = is_error;
@@ -250,7 +277,7 @@ static void tool_call_finish(tool_call *c, int is_error, char *text, size_t text
   pthread_mutex_unlock(&c->mu);
   free(text);
   free(content);
-  tool_call_unref(c);
+  if (release) tool_call_unref(c);
 }
 
 /* done(text, isError, contentJson|null): called once by index.js. */
@@ -271,7 +298,7 @@ static napi_value js_tool_done(napi_env env, napi_callback_info info) {
     tl = text ? strlen(text) : 0;
     is_error = true;
   }
-  tool_call_finish(c, is_error, text, tl, content, cl);
+  tool_call_finish(c, 1, is_error, text, tl, content, cl);
   return NULL;
 }
 
@@ -279,7 +306,7 @@ static napi_value js_tool_done(napi_env env, napi_callback_info info) {
 static void tool_call_js(napi_env env, napi_value dispatcher, void *context, void *data) {
   tool_call *c = data;
   if (!env) { /* the environment is going away */
-    tool_call_finish(c, 1, dup_s("the JavaScript environment is closing"), 37, NULL, 0);
+    tool_call_finish(c, 1, 1, dup_s("the JavaScript environment is closing"), 37, NULL, 0);
     return;
   }
   napi_value argv[4], undefined, callinfo, result;
@@ -303,7 +330,7 @@ static void tool_call_js(napi_env env, napi_value dispatcher, void *context, voi
       napi_value ex;
       napi_get_and_clear_last_exception(env, &ex);
     }
-    tool_call_finish(c, 1, dup_s("the tool dispatcher failed"), 26, NULL, 0);
+    tool_call_finish(c, 1, 1, dup_s("the tool dispatcher failed"), 26, NULL, 0);
   }
 }
 
@@ -336,7 +363,21 @@ static int tool_trampoline(void *user_data, const dexa_tool_invocation *inv, dex
   c->idem_key = dup_s(dexa_tool_invocation_idempotency_key(inv));
   c->attempt = dexa_tool_invocation_attempt(inv);
 
-  napi_status st = napi_call_threadsafe_function(box->tsfn, c, napi_tsfn_blocking);
+  napi_status st = napi_closing;
+  pthread_mutex_lock(&g_mu);
+  if (!g_closing && box->tsfn) {
+    c->next = g_calls;
+    if (g_calls) g_calls->prev = c;
+    g_calls = c;
+    /* max_queue_size 0: never blocks */
+    st = napi_call_threadsafe_function(box->tsfn, c, napi_tsfn_nonblocking);
+    if (st != napi_ok) {
+      g_calls = c->next;
+      if (g_calls) g_calls->prev = NULL;
+      c->next = NULL;
+    }
+  }
+  pthread_mutex_unlock(&g_mu);
   if (st != napi_ok) {
     tool_call_unref(c); /* the JS side never sees it */
     tool_call_unref(c);
@@ -381,7 +422,9 @@ static void agent_box_unref(agent_box *box) {
  * environment's teardown (which may come first at exit). */
 static void tsfn_finalize(napi_env env, void *data, void *hint) {
   agent_box *box = data;
+  pthread_mutex_lock(&g_mu);
   box->tsfn = NULL;
+  pthread_mutex_unlock(&g_mu);
   agent_box_unref(box);
 }
 
@@ -389,7 +432,10 @@ static void agent_finalize(napi_env env, void *data, void *hint) {
   agent_box *box = data;
   dexa_agent_free(box->agent);
   box->agent = NULL;
-  if (box->tsfn) napi_release_threadsafe_function(box->tsfn, napi_tsfn_release);
+  pthread_mutex_lock(&g_mu);
+  napi_threadsafe_function tsfn = box->tsfn;
+  pthread_mutex_unlock(&g_mu);
+  if (tsfn) napi_release_threadsafe_function(tsfn, napi_tsfn_release);
   agent_box_unref(box);
 }
 
@@ -542,7 +588,17 @@ typedef struct runtime_box {
   napi_ref agent_ref; /* keeps the agent (and its tools) alive */
   int closing;
   int busy;           /* async operations in flight */
+  struct runtime_box *prev, *next; /* g_runtimes: open runtimes (JS thread only) */
 } runtime_box;
+
+static runtime_box *g_runtimes;
+
+static void runtime_unlink(runtime_box *rb) {
+  if (rb->prev) rb->prev->next = rb->next;
+  else if (g_runtimes == rb) g_runtimes = rb->next;
+  if (rb->next) rb->next->prev = rb->prev;
+  rb->prev = rb->next = NULL;
+}
 
 static void runtime_finalize(napi_env env, void *data, void *hint) {
   runtime_box *rb = data;
@@ -591,6 +647,9 @@ static napi_value js_runtime_new(napi_env env, napi_callback_info info) {
     return throw_dexa(env, rc, err);
   }
   napi_create_reference(env, argv[0], 1, &rb->agent_ref);
+  rb->next = g_runtimes;
+  if (g_runtimes) g_runtimes->prev = rb;
+  g_runtimes = rb;
   return ext;
 }
 
@@ -696,6 +755,7 @@ static void op_complete(napi_env env, napi_status status, void *data) {
   napi_set_named_property(env, res, "n", int_val(env, o->n1));
   o->rb->busy--;
   if (o->kind == OP_CLOSE) {
+    runtime_unlink(o->rb);
     o->rb->rt = NULL;
     napi_delete_reference(env, o->rb->agent_ref);
     o->rb->agent_ref = NULL;
@@ -747,6 +807,35 @@ static napi_value js_runtime_op(napi_env env, napi_callback_info info) {
   return promise;
 }
 
+/* ---- teardown ----------------------------------------------------------- */
+
+/* The environment is going away (process exit, or a worker thread's end)
+ * with runtimes still open: no JavaScript runs any more, so every tool call
+ * waiting for it gets an error result at once, new ones are refused, and
+ * each open runtime without an operation in flight is freed (its workers
+ * finish their Steps and stop) before the process's exit handlers run. */
+static void env_cleanup(void *arg) {
+  pthread_mutex_lock(&g_mu);
+  g_closing = 1;
+  while (g_calls) {
+    tool_call *c = g_calls;
+    pthread_mutex_unlock(&g_mu);
+    tool_call_finish(c, 0, 1, dup_s("the JavaScript environment is closing"), 37, NULL, 0);
+    pthread_mutex_lock(&g_mu);
+  }
+  pthread_mutex_unlock(&g_mu);
+  for (runtime_box *rb = g_runtimes, *next; rb; rb = next) {
+    next = rb->next;
+    if (rb->rt && !rb->busy) {
+      dexa_runtime_free(rb->rt);
+      rb->rt = NULL;
+    } else if (rb->rt) {
+      dexa_runtime_stop(rb->rt);
+    }
+    runtime_unlink(rb);
+  }
+}
+
 /* ---- module ------------------------------------------------------------ */
 
 static napi_value init(napi_env env, napi_value exports) {
@@ -763,6 +852,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"runtimeOp", NULL, js_runtime_op, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof d / sizeof d[0], d);
+  napi_add_env_cleanup_hook(env, env_cleanup, NULL);
   return exports;
 }
 

@@ -21,9 +21,11 @@ directory of the source tree this package sits in, then by the system's loader
         for ev in rt.events(sid):
             print(ev.token, ev["type"])
 """
+import atexit
 import json
 import os
 import threading
+import weakref
 
 from cffi import FFI
 
@@ -315,6 +317,16 @@ class Event(dict):
         self.live = bool(live)
 
 
+_open_runtimes = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_runtimes():
+    # Workers call Python tools: stop them while the interpreter still works.
+    for rt in list(_open_runtimes):
+        rt.close()
+
+
 class Runtime:
     """The embedded runtime of an agent on a store (":memory:", a SQLite path,
     "sqlite:PATH" ...), with `workers` worker threads (0: none; drive it with
@@ -348,6 +360,7 @@ class Runtime:
         _check(lib.dexa_runtime_new(out, agent._h, o, err, 512), _s(err))
         self._h = out[0]
         self._lock = threading.Lock()
+        _open_runtimes.add(self)
         if workers:
             self.start(workers)
 
