@@ -27,7 +27,7 @@ if [[ $(id -u) != 0 ]] || ! unshare -n true 2>/dev/null; then
   skip_all "needs root for a loopback-only network namespace (unshare -n)"
 fi
 client="$BUILD/test/mcp/conformance_client"
-if ! make --no-print-directory BUILD="$BUILD" LIBOUT="$LIBOUT" "$client" >/dev/null 2>&1; then
+if ! make --no-print-directory BUILD="$BUILD" LIBOUT="$LIBOUT" SAN="${SAN_FLAGS:-}" "$client" >/dev/null 2>&1; then
   for s in "${scenarios[@]}"; do fail "conformance $s" "the conformance client did not build"; done
   summary
 fi
