@@ -176,14 +176,36 @@ static int add_mcp_sources(app *a) {
   return 0;
 }
 
-/* {"mcp":{"available":true,"servers":[..]}} for the settings page. */
+/* Adds the tools a server lists now (none when it cannot be reached: the
+ * sessions ask it again at every model call). */
+static void add_server_tools(cJSON *tools, dexa_tool_source *source) {
+  char *json = NULL;
+  if (dexa_tool_source_list_json(&json, NULL, source) != DEXA_OK) {
+    fprintf(stderr, "ai-agent: %s lists no tools now\n", dexa_tool_source_name(source));
+    return;
+  }
+  cJSON *list = cJSON_Parse(json);
+  dexa_free(json);
+  cJSON *t;
+  cJSON_ArrayForEach(t, list) {
+    cJSON_AddStringToObject(t, "server", dexa_tool_source_name(source));
+  }
+  while (list && list->child) cJSON_AddItemToArray(tools, cJSON_DetachItemFromArray(list, 0));
+  cJSON_Delete(list);
+}
+
+/* {"mcp":{"available":true,"servers":[..]},"mcp_tools":[..]} for the
+ * settings page; the tools are those the servers listed at start. */
 static int make_settings_extra(app *a) {
   cJSON *doc = cJSON_CreateObject();
   cJSON *mcp = cJSON_AddObjectToObject(doc, "mcp");
   cJSON_AddBoolToObject(mcp, "available", 1);
   cJSON *servers = cJSON_AddArrayToObject(mcp, "servers");
-  for (size_t i = a->source_count - a->mcp_count; i < a->source_count; i++)
+  cJSON *tools = cJSON_AddArrayToObject(doc, "mcp_tools");
+  for (size_t i = a->source_count - a->mcp_count; i < a->source_count; i++) {
     cJSON_AddItemToArray(servers, cJSON_CreateString(dexa_tool_source_name(a->sources[i])));
+    add_server_tools(tools, a->sources[i]);
+  }
   char *text = cJSON_PrintUnformatted(doc);
   cJSON_Delete(doc);
   a->settings_extra = text ? strdup(text) : NULL;

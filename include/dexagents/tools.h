@@ -52,6 +52,14 @@ DEXA_EXTERN void dexa_tool_source_free(dexa_tool_source *source);
 
 DEXA_EXTERN const char *dexa_tool_source_name(const dexa_tool_source *source);
 
+/* Lists the source's tools now (calling its list_tools) and writes to *out a
+ * new NUL-terminated JSON array: [{"name","description","parameters",
+ * "effect":"read"|"idempotent_write"|"write","approval":true|false}]; free
+ * it with dexa_free. For settings pages and diagnostics; sessions list tools
+ * per model call. Returns DEXA_OK, DEXA_E_INVALID_ARG, DEXA_E_NOMEM, or the
+ * error list_tools returned (an MCP server that cannot be reached). */
+DEXA_EXTERN int dexa_tool_source_list_json(char **out, size_t *out_len, dexa_tool_source *source);
+
 /* Adds a tool while listing. parameters_json is a JSON Schema object (NULL
  * means {"type":"object"}). Returns DEXA_E_INVALID_ARG for a bad name or
  * effect, DEXA_E_INVALID_JSON for bad parameters, DEXA_E_ALREADY_EXISTS

@@ -57,6 +57,39 @@ DEXA_EXTERN const char *dexa_tool_source_name(const dexa_tool_source *source) {
   return source ? source->name : NULL;
 }
 
+DEXA_EXTERN int dexa_tool_source_list_json(char **out, size_t *out_len, dexa_tool_source *source) {
+  if (!out) return DEXA_E_INVALID_ARG;
+  *out = NULL;
+  if (out_len) *out_len = 0;
+  if (!source) return DEXA_E_INVALID_ARG;
+  dexa_tool_list list;
+  dexa__tool_list_init(&list);
+  int rc = source->vt.list_tools(source->user_data, &list);
+  dexa__buf b;
+  dexa__buf_init(&b);
+  dexa__buf_putc(&b, '[');
+  for (size_t i = 0; rc == DEXA_OK && i < list.count; i++) {
+    const dexa__tool_def *d = &list.defs[i];
+    dexa__buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
+    dexa__buf_json_cstr(&b, d->name);
+    dexa__buf_puts(&b, ",\"description\":");
+    dexa__buf_json_cstr(&b, d->description);
+    dexa__buf_puts(&b, ",\"parameters\":");
+    dexa__buf_puts(&b, d->parameters);
+    dexa__buf_puts(&b, ",\"effect\":");
+    dexa__buf_json_cstr(&b, dexa__tool_effect_name(d->effect));
+    dexa__buf_printf(&b, ",\"approval\":%s}", d->approval == DEXA_APPROVAL_REQUIRED ? "true" : "false");
+  }
+  dexa__buf_putc(&b, ']');
+  dexa__tool_list_free(&list);
+  if (rc == DEXA_OK) {
+    *out = dexa__buf_steal(&b, out_len);
+    if (!*out) rc = DEXA_E_NOMEM;
+  }
+  dexa__buf_free(&b);
+  return rc;
+}
+
 /* ---- list ---- */
 
 void dexa__tool_list_init(dexa_tool_list *l) { memset(l, 0, sizeof *l); }

@@ -449,6 +449,41 @@ static void test_agent_def_validation(void) {
   CHECK_EQ_INT(dexa_model_demo_new(&m, "gpt-4"), DEXA_E_INVALID_ARG);
 }
 
+static int failing_list(void *user, dexa_tool_list *list) { return DEXA_E_IO; }
+static int no_call(void *user, const dexa_tool_invocation *inv, dexa_tool_output *out) {
+  return DEXA_E_TOOL;
+}
+
+static void test_tool_source_lists_its_tools_as_json(void) {
+  dexa_tool_source *fns;
+  dexa_function_tools_new(&fns, "fns");
+  dexa_function_tools_add(fns, "lookup", "Looks up", NULL, DEXA_TOOL_READ, DEXA_APPROVAL_NONE,
+                          tool_fn, &lookup);
+  dexa_function_tools_add(fns, "send_mail", "Sends", "{\"type\":\"object\",\"properties\":{}}",
+                          DEXA_TOOL_WRITE, DEXA_APPROVAL_REQUIRED, tool_fn, &writer);
+  char *json = NULL;
+  size_t len = 0;
+  CHECK_EQ_INT(dexa_tool_source_list_json(&json, &len, fns), DEXA_OK);
+  CHECK_STR(json, "[{\"name\":\"lookup\",\"description\":\"Looks up\",\"parameters\":"
+                  "{\"type\":\"object\"},\"effect\":\"read\",\"approval\":false},"
+                  "{\"name\":\"send_mail\",\"description\":\"Sends\",\"parameters\":"
+                  "{\"type\":\"object\",\"properties\":{}},\"effect\":\"write\",\"approval\":true}]");
+  CHECK_EQ_INT(len, strlen(json));
+  dexa_free(json);
+  dexa_tool_source_free(fns);
+  dexa_tool_source_vtable vt;
+  dexa_tool_source_vtable_init(&vt, sizeof vt);
+  vt.list_tools = failing_list;
+  vt.call_tool = no_call;
+  dexa_tool_source *down;
+  dexa_tool_source_new(&down, "down", &vt, NULL);
+  json = (char *)1;
+  CHECK_EQ_INT(dexa_tool_source_list_json(&json, NULL, down), DEXA_E_IO);
+  CHECK(json == NULL);
+  CHECK_EQ_INT(dexa_tool_source_list_json(&json, NULL, NULL), DEXA_E_INVALID_ARG);
+  dexa_tool_source_free(down);
+}
+
 static void test_flow_describe_lists_steps_and_options(void) {
   fixture f = setup(NULL);
   char *d;
@@ -483,6 +518,7 @@ int main(void) {
   RUN(test_output_items_are_stored_and_replayed_verbatim);
   RUN(test_dispatch_rejects_bad_calls);
   RUN(test_agent_def_validation);
+  RUN(test_tool_source_lists_its_tools_as_json);
   RUN(test_flow_describe_lists_steps_and_options);
   TEST_MAIN_END();
 }
