@@ -117,7 +117,12 @@ int dexa__decide_next(dexa__ctx *c, const char *step, const char *input_json);
 
 /* ---- input helpers (input.c) ---- */
 
-/* Integer member of the input; DEXA_E_INVALID_JSON when absent or not a number. */
+/* The integer value of a JSON number within +-2^53 (exactly representable),
+ * else dflt: out-of-range doubles are never cast. */
+int64_t dexa__json_int(const cJSON *v, int64_t dflt);
+
+/* Integer member of the input; DEXA_E_INVALID_JSON when absent, not a
+ * number or out of range. */
 int dexa__input_i64(dexa__ctx *c, const char *name, int64_t *out);
 /* String member of the input, or NULL. */
 const char *dexa__input_str(dexa__ctx *c, const char *name);

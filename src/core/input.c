@@ -1,11 +1,16 @@
 /* Reading a Step's or RPC's input. */
 #include "core/core.h"
+#include "util/json_num.h"
+
+int64_t dexa__json_int(const cJSON *v, int64_t dflt) {
+  int64_t n;
+  return dexa__json_exact_int(v, &n) ? n : dflt;
+}
 
 int dexa__input_i64(dexa__ctx *c, const char *name, int64_t *out) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->input, name);
-  if (!cJSON_IsNumber(v)) return DEXA_E_INVALID_JSON;
-  *out = (int64_t)v->valuedouble;
-  return DEXA_OK;
+  return dexa__json_exact_int(cJSON_GetObjectItemCaseSensitive(c->input, name), out)
+             ? DEXA_OK
+             : DEXA_E_INVALID_JSON;
 }
 
 const char *dexa__input_str(dexa__ctx *c, const char *name) {

@@ -46,7 +46,7 @@ int dexa__plan_load(dexa__ctx *c, dexa__plan *p) {
   const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "revision");
   const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "status"));
   p->exists = 1;
-  p->revision = cJSON_IsNumber(r) ? (int64_t)r->valuedouble : 0;
+  p->revision = dexa__json_int(r, 0);
   snprintf(p->status, sizeof p->status, "%s", s ? s : "draft");
   cJSON_Delete(o);
   return DEXA_OK;

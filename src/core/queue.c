@@ -12,8 +12,8 @@ int dexa__queue_state_load(dexa__ctx *c, dexa__queue_state *q) {
   if (!o) return DEXA_E_NOT_FOUND;
   const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "next_id");
   const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(o, "bytes");
-  q->next_id = cJSON_IsNumber(id) ? (int64_t)id->valuedouble : 1;
-  q->bytes = cJSON_IsNumber(bytes) ? (int64_t)bytes->valuedouble : 0;
+  q->next_id = dexa__json_int(id, 1);
+  q->bytes = dexa__json_int(bytes, 0);
   cJSON_Delete(o);
   return DEXA_OK;
 }

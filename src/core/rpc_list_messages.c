@@ -91,7 +91,7 @@ int dexa__rpc_list_agent_messages(dexa__ctx *c) {
     return dexa__result_fail(c->result, DEXA_E_INVALID_JSON,
                              "list_agent_messages takes {\"before_seq\":N,\"limit\":1..200}");
   size_t cap = (limit ? (size_t)limit->valuedouble : DEFAULT_PAGE) + 1;
-  page p = {before ? (int64_t)before->valuedouble : INT64_MAX, cap, calloc(cap, sizeof(char *)),
+  page p = {before ? dexa__json_int(before, INT64_MAX) : INT64_MAX, cap, calloc(cap, sizeof(char *)),
             calloc(cap, sizeof(size_t)), 0, DEXA_OK};
   if (!p.items || !p.lens) rc = DEXA_E_NOMEM;
   if (rc == DEXA_OK) rc = dexa__attr_scan(c, ATTR_MESSAGE_CHUNKS, visit_chunk, &p);

@@ -8,7 +8,7 @@
 
 static int64_t get_i64(const cJSON *o, const char *name, int64_t dflt) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-  return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
+  return dexa__json_int(v, dflt);
 }
 
 int dexa__transcript_load(dexa__ctx *c, dexa__transcript *t) {

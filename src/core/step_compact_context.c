@@ -196,8 +196,8 @@ static int write_summary(dexa__ctx *c, const dexa_model_reply *reply, int64_t th
   for (size_t i = 0; i < reply->item_count; i++)
     dexa__buf_append(&text, reply->items[i].text.data, reply->items[i].text.len);
   dexa__buf_printf(&b, "{\"from_seq\":%lld,\"through_seq\":%lld,\"generation\":%lld,\"at\":%lld,\"text\":",
-                   cJSON_IsNumber(from) ? (long long)from->valuedouble : 1LL, (long long)through,
-                   cJSON_IsNumber(gen) ? (long long)gen->valuedouble + 1 : 1LL,
+                   (long long)dexa__json_int(from, 1), (long long)through,
+                   (long long)dexa__json_int(gen, 0) + 1,
                    (long long)c->call->now_ms);
   dexa__buf_json_str(&b, text.data ? text.data : "", text.len);
   dexa__buf_putc(&b, '}');

@@ -29,7 +29,7 @@ static int64_t delivered_bytes(const dexa_call *call) {
   const cJSON *r;
   cJSON_ArrayForEach(r, results) {
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(r, "bytes");
-    if (cJSON_IsNumber(b)) sum += (int64_t)b->valuedouble;
+    sum += dexa__json_int(b, 0);
   }
   cJSON_Delete(cond);
   return sum;

@@ -72,7 +72,7 @@ static int collect_pending(void *ctx, const char *key, size_t key_len, const cha
   int64_t turn = -1;
   cJSON *o = cJSON_ParseWithLength(value, value_len);
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "turn");
-  if (cJSON_IsNumber(t)) turn = (int64_t)t->valuedouble;
+  turn = dexa__json_int(t, -1);
   cJSON_Delete(o);
   if (turn != p->turn) return 0;
   char **ids = realloc(p->call_ids, (p->count + 1) * sizeof *ids);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dexagents/errors.h"
+#include "util/json_num.h"
 #include "http/http_internal.h"
 
 typedef enum field_type { F_STR, F_BOOL, F_INT } field_type;
@@ -64,8 +65,8 @@ static const field *find_field(const field *fields, size_t n, const char *name) 
 static int type_ok(const cJSON *v, field_type t) {
   if (t == F_STR) return cJSON_IsString(v);
   if (t == F_BOOL) return cJSON_IsBool(v);
-  return cJSON_IsNumber(v) && v->valuedouble == (double)(int64_t)v->valuedouble &&
-         v->valuedouble >= -9007199254740991.0 && v->valuedouble <= 9007199254740991.0;
+  int64_t n;
+  return dexa__json_exact_int(v, &n);
 }
 
 /* Parses body (NULL: {}) as an object of the given fields only. Returns

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/runtime_internal.h"
+#include "util/json_num.h"
 #include "util/buf.h"
 #include "util/json_span.h"
 
@@ -40,8 +41,7 @@ static int int_member(const cJSON *o, const char *k, int64_t dflt, int64_t *out)
     *out = dflt;
     return DEXA_OK;
   }
-  if (!cJSON_IsNumber(v) || v->valuedouble < 0) return DEXA_E_INVALID_JSON;
-  *out = (int64_t)v->valuedouble;
+  if (!dexa__json_exact_int(v, out) || *out < 0) return DEXA_E_INVALID_JSON;
   return DEXA_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "runtime/runtime_internal.h"
+#include "util/json_num.h"
 
 static const dexa__step_opts default_opts = {
     .max_attempts = 3,
@@ -18,7 +19,7 @@ static const dexa__step_opts default_opts = {
 
 static void read_int(const cJSON *o, const char *k, int64_t *out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-  if (cJSON_IsNumber(v)) *out = (int64_t)v->valuedouble;
+  (void)dexa__json_exact_int(v, out);
 }
 
 static void read_bool(const cJSON *o, const char *k, int32_t *out) {

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "dexagents/errors.h"
+#include "util/json_num.h"
 #include "dexagents/version.h"
 #include "tools/mcp_internal.h"
 
@@ -261,7 +262,8 @@ static int rpc_error(const cJSON *resp, int64_t *code_out, char *err, size_t err
   const cJSON *e = cJSON_GetObjectItemCaseSensitive(resp, "error");
   const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
   const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "message"));
-  int64_t cd = cJSON_IsNumber(code) ? (int64_t)code->valuedouble : 0;
+  int64_t cd = 0;
+  (void)dexa__json_exact_int(code, &cd);
   if (code_out) *code_out = cd;
   snprintf(err, err_size, "MCP error %lld: %.400s", (long long)cd, msg ? msg : "");
   return DEXA_E_TOOL;

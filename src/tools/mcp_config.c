@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dexagents/errors.h"
+#include "util/json_num.h"
 #include "tools/mcp_internal.h"
 
 #define MAX_CONFIG_BYTES (1024 * 1024)
@@ -139,10 +140,10 @@ static int parse_member(parse_ctx *p, dexa__mcp_server_cfg *s, const char *path,
     return DEXA_OK;
   }
   if (strcmp(k, "timeoutMs") == 0) {
-    if (!cJSON_IsNumber(e) || e->valuedouble < 100 || e->valuedouble > 86400000.0 ||
-        e->valuedouble != (double)(int64_t)e->valuedouble)
+    int64_t ms;
+    if (!dexa__json_exact_int(e, &ms) || ms < 100 || ms > 86400000)
       return fail(p, DEXA_E_INVALID_ARG, "%s: must be an integer from 100 to 86400000", path);
-    s->timeout_ms = (int64_t)e->valuedouble;
+    s->timeout_ms = ms;
     return DEXA_OK;
   }
   if (strcmp(k, "protocolVersion") == 0) {

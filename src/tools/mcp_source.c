@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "dexagents/errors.h"
+#include "util/json_num.h"
 #include "dexagents/tools.h"
 #include "tools/mcp_internal.h"
 #include "tools/tool_source.h"
@@ -171,7 +172,7 @@ static int list_all(mcp_source *s, const char *method, const char *key, cJSON **
     while (cJSON_IsArray(arr) && (it = cJSON_DetachItemFromArray(arr, 0)) != NULL)
       cJSON_AddItemToArray(*items, it);
     const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(res, "ttlMs");
-    if (ttl_ms && cJSON_IsNumber(ttl)) *ttl_ms = (int64_t)ttl->valuedouble;
+    if (ttl_ms) (void)dexa__json_exact_int(ttl, ttl_ms);
     const char *next = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "nextCursor"));
     int repeat = next && cursor && strcmp(next, cursor) == 0;
     free(cursor);

@@ -6,11 +6,12 @@
 #include <string.h>
 
 #include "tools/mcp_internal.h"
+#include "util/json_num.h"
 
 int dexa__rpc_id_text(const cJSON *id, char *out, size_t size) {
   if (cJSON_IsNumber(id)) {
-    double v = id->valuedouble;
-    if (v != (double)(int64_t)v || v > 9007199254740992.0 || v < -9007199254740992.0) return -1;
+    int64_t v;
+    if (!dexa__json_exact_int(id, &v)) return -1;
     snprintf(out, size, "%lld", (long long)v);
     return 0;
   }
@@ -55,8 +56,7 @@ int dexa__rpc_parse(const char *s, size_t n, dexa__rpc_msg *m) {
   }
   if (error && !result) {
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(error, "code");
-    if (!cJSON_IsObject(error) || !cJSON_IsNumber(code)) goto bad;
-    m->error_code = (int64_t)code->valuedouble;
+    if (!cJSON_IsObject(error) || !dexa__json_exact_int(code, &m->error_code)) goto bad;
     m->error_message = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, "message"));
     if (!m->error_message) m->error_message = "";
     m->kind = DEXA__RPC_ERROR; /* the id may be missing (parse error) */
