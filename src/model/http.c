@@ -8,18 +8,9 @@
 #include <strings.h>
 
 #include "dexagents/errors.h"
+#include "util/curl_global.h"
 
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static int global_rc = DEXA_OK; /* written once, under pthread_once */
-
-static void global_init(void) {
-  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) global_rc = DEXA_E_INTERNAL;
-}
-
-int dexa__model_http_global_init(void) {
-  pthread_once(&global_once, global_init);
-  return global_rc;
-}
+int dexa__model_http_global_init(void) { return dexa__curl_global_init(); }
 
 void dexa__model_http_response_init(dexa__model_http_response *r) {
   memset(r, 0, sizeof *r);

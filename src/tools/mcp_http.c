@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "dexagents/errors.h"
+#include "util/curl_global.h"
 #include "tools/mcp_internal.h"
 
 #define MAX_RESUMES 50
@@ -29,13 +30,8 @@ struct dexa__mcp_http {
   char *session_id;
 };
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static int curl_ok; /* written once under pthread_once */
-static void curl_init_once(void) { curl_ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }
-
 int dexa__mcp_http_new(dexa__mcp_http **out, dexa__mcp_client *c) {
-  pthread_once(&curl_once, curl_init_once);
-  if (!curl_ok) return DEXA_E_INTERNAL;
+  if (dexa__curl_global_init() != DEXA_OK) return DEXA_E_INTERNAL;
   dexa__mcp_http *h = calloc(1, sizeof *h);
   if (!h) return DEXA_E_NOMEM;
   h->c = c;
