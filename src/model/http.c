@@ -2,7 +2,6 @@
 #include "model/http.h"
 
 #include <curl/curl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
