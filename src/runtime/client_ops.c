@@ -20,6 +20,7 @@ typedef struct start_arg {
 
 static int start_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
   start_arg *a = arg;
+  dexa__touch_session(rt, a->sid);
   int64_t now = dexa__now(rt);
   int rc = c->ops->session_insert(c, a->sid, rt->desc.flow_type, now, a->settings,
                                   a->settings_len);
@@ -159,6 +160,7 @@ static int rpc_run(dexa_runtime *rt, dexa__store_conn *c, rpc_arg *a, int apply)
 }
 
 static int rpc_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
+  dexa__touch_session(rt, ((rpc_arg *)arg)->sid);
   return rpc_run(rt, c, arg, 1);
 }
 

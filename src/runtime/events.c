@@ -39,6 +39,7 @@ void dexa__delta_sink(void *user, const char *json, size_t len) {
   pthread_mutex_unlock(&rt->ring_mu);
   pthread_mutex_lock(&rt->mu);
   rt->event_gen++;
+  rt->session_gen[dexa__session_bucket(s->session_id)]++;
   pthread_cond_broadcast(&rt->event_cv);
   pthread_mutex_unlock(&rt->mu);
 }
@@ -175,9 +176,7 @@ static int read_loop(dexa_runtime *rt, dexa__store_conn *c, const char *sid, int
                      int64_t n, int32_t max, int64_t timeout_ms, items *it) {
   int64_t deadline = dexa__mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   for (;;) {
-    pthread_mutex_lock(&rt->mu);
-    uint64_t gen = rt->event_gen;
-    pthread_mutex_unlock(&rt->mu);
+    uint64_t gen = dexa__session_gen(rt, sid);
     int rc = collect(rt, c, sid, seq, n, max, it);
     if (rc != DEXA_OK || it->count) return rc;
     int64_t now = dexa__mono_ms();
@@ -185,7 +184,7 @@ static int read_loop(dexa_runtime *rt, dexa__store_conn *c, const char *sid, int
     /* Other processes append without signalling us: look every 100 ms. */
     int64_t until = now + 100 < deadline ? now + 100 : deadline;
     pthread_mutex_lock(&rt->mu);
-    if (rt->event_gen == gen) dexa__cond_wait_until(&rt->event_cv, &rt->mu, until);
+    dexa__wait_session(rt, &rt->event_cv, sid, gen, until);
     pthread_mutex_unlock(&rt->mu);
   }
 }

@@ -58,10 +58,39 @@ DEXA_EXTERN const char *dexa_runtime_errmsg(const dexa_runtime *rt) {
   return rt ? rt->errmsg : "";
 }
 
+size_t dexa__session_bucket(const char *sid) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (const unsigned char *p = (const unsigned char *)sid; *p; p++) h = (h ^ *p) * 16777619u;
+  return h % DEXA__SESSION_BUCKETS;
+}
+
+void dexa__touch_session(dexa_runtime *rt, const char *sid) {
+  rt->batch_touched[dexa__session_bucket(sid)] = 1;
+}
+
+uint64_t dexa__session_gen(dexa_runtime *rt, const char *sid) {
+  pthread_mutex_lock(&rt->mu);
+  uint64_t g = rt->session_gen[dexa__session_bucket(sid)];
+  pthread_mutex_unlock(&rt->mu);
+  return g;
+}
+
+void dexa__wait_session(dexa_runtime *rt, pthread_cond_t *cv, const char *sid, uint64_t gen,
+                        int64_t until) {
+  size_t b = dexa__session_bucket(sid);
+  while (rt->session_gen[b] == gen && dexa__mono_ms() < until)
+    dexa__cond_wait_until(cv, &rt->mu, until);
+}
+
 void dexa__notify_commit(dexa_runtime *rt) {
   pthread_mutex_lock(&rt->mu);
   rt->work_gen++;
   rt->event_gen++;
+  for (size_t b = 0; b < DEXA__SESSION_BUCKETS; b++)
+    if (rt->batch_touched[b]) {
+      rt->batch_touched[b] = 0;
+      rt->session_gen[b]++;
+    }
   pthread_cond_broadcast(&rt->work_cv);
   pthread_cond_broadcast(&rt->event_cv);
   pthread_mutex_unlock(&rt->mu);

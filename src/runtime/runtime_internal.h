@@ -162,6 +162,8 @@ typedef struct dexa__taskq {
   int count;
 } dexa__taskq;
 
+#define DEXA__SESSION_BUCKETS 256
+
 struct dexa_runtime {
   const dexa_agent *agent;
   dexa__dispatch_fn dispatch;
@@ -183,6 +185,12 @@ struct dexa_runtime {
   pthread_cond_t hb_cv;
   uint64_t work_gen;
   uint64_t event_gen;
+  /* Per session (by hash bucket): bumped after each commit that changed a
+   * session of the bucket, and by its live deltas, so a waiter for one
+   * session queries the store only when that session may have changed. */
+  uint64_t session_gen[DEXA__SESSION_BUCKETS];
+  /* Leader only: the buckets the batch being written touched. */
+  uint8_t batch_touched[DEXA__SESSION_BUCKETS];
   int stopping; /* worker threads should return */
   int closing;  /* the heartbeat should return */
   dexa_task *inflight;
@@ -224,6 +232,17 @@ void dexa__set_errmsg(dexa_runtime *rt, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Called after every committed batch: wakes pollers and event readers. */
 void dexa__notify_commit(dexa_runtime *rt);
+
+/* Notes, inside a batch (leader only), that the batch changes session sid;
+ * dexa__notify_commit then bumps its generation. */
+void dexa__touch_session(dexa_runtime *rt, const char *sid);
+/* The generation of sid's bucket (takes rt->mu). */
+uint64_t dexa__session_gen(dexa_runtime *rt, const char *sid);
+/* Waits on cv (with rt->mu held) until sid's generation is no longer gen or
+ * until `until` (monotonic ms). */
+void dexa__wait_session(dexa_runtime *rt, pthread_cond_t *cv, const char *sid, uint64_t gen,
+                        int64_t until);
+size_t dexa__session_bucket(const char *sid);
 
 /* ids.c: "s-" + 32 hex digits from the system CSPRNG. */
 int dexa__random_session_id(char out[35]);

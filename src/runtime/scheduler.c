@@ -144,6 +144,7 @@ static int claim_row(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
 static int handle_due(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
                       dexa__claim *cl) {
   char msg[160];
+  dexa__touch_session(rt, row->session_id);
   switch (row->state) {
   case DEXA__STEP_WAITING:
     return dexa__wait_eval(rt, c, row, cl->now);

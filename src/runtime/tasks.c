@@ -54,6 +54,7 @@ static int lease_held(const dexa__step_row *cur, const dexa_task *t, int64_t now
 static int finish_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
   finish_arg *a = arg;
   dexa_task *t = a->task;
+  dexa__touch_session(rt, t->row.session_id);
   int64_t now = dexa__now(rt);
   dexa__step_row cur;
   int rc = c->ops->step_get(c, t->row.session_id, t->row.exec_id, &cur);

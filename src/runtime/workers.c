@@ -93,18 +93,18 @@ DEXA_EXTERN int dexa_runtime_wait_idle(dexa_runtime *rt, const char *session_id,
   if (!rt || !session_id) return DEXA_E_INVALID_ARG;
   int64_t deadline = dexa__mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   for (;;) {
-    pthread_mutex_lock(&rt->mu);
-    uint64_t gen = rt->work_gen;
-    pthread_mutex_unlock(&rt->mu);
+    uint64_t gen = dexa__session_gen(rt, session_id);
     int64_t busy = 0;
     int rc = session_busy(rt, session_id, &busy);
     if (rc != DEXA_OK) return rc;
     if (busy == 0) return DEXA_OK;
     int64_t now = dexa__mono_ms();
     if (now >= deadline) return DEXA_E_TIMEOUT;
-    int64_t until = now + 50 < deadline ? now + 50 : deadline;
+    /* Query again when this session changed here, or every 100 ms for
+     * other processes' commits, which do not signal us. */
+    int64_t until = now + 100 < deadline ? now + 100 : deadline;
     pthread_mutex_lock(&rt->mu);
-    if (rt->work_gen == gen) dexa__cond_wait_until(&rt->work_cv, &rt->mu, until);
+    dexa__wait_session(rt, &rt->work_cv, session_id, gen, until);
     pthread_mutex_unlock(&rt->mu);
   }
 }

@@ -242,7 +242,7 @@ static void *drive(void *arg) {
        * the first of them idle instead of polling. */
       char sid[32];
       session_id(sid, sizeof sid, check[0]);
-      dexa_runtime_wait_idle(b->rt, sid, 20);
+      dexa_runtime_wait_idle(b->rt, sid, 50); /* returns when that session changes */
     }
   }
   free(check);
