@@ -135,11 +135,14 @@ int dexa__step_start_agent_session(dexa__ctx *c);
 int dexa__step_await_user_message(dexa__ctx *c);
 int dexa__step_run_model(dexa__ctx *c);
 int dexa__step_call_tool(dexa__ctx *c);
+int dexa__step_call_single_attempt_tool(dexa__ctx *c);
 int dexa__step_record_tool_outcome(dexa__ctx *c);
 int dexa__step_resume_turn(dexa__ctx *c);
 int dexa__step_record_turn_failure(dexa__ctx *c);
 int dexa__step_compact_context(dexa__ctx *c);
-int dexa__step_await_decision(dexa__ctx *c); /* approval, question, timer */
+int dexa__step_await_tool_approval(dexa__ctx *c);
+int dexa__step_await_question_answer(dexa__ctx *c);
+int dexa__step_await_timer(dexa__ctx *c);
 int dexa__step_apply_turn_control(dexa__ctx *c);
 int dexa__rpc_send_message(dexa__ctx *c);
 int dexa__rpc_snapshot(dexa__ctx *c);

@@ -135,3 +135,16 @@ int dexa__queue_take(dexa__ctx *c, dexa__queued *const *items, size_t n, const c
   }
   return rc == DEXA_OK ? dexa__queue_state_store(c, &q) : rc;
 }
+
+int dexa__queue_load_named(dexa__ctx *c, char *key, cJSON **out, size_t *len) {
+  const char *id = dexa__input_str(c, "message_id");
+  if (!id || !dexa__queue_key(id, key))
+    return dexa__result_fail(c->result, DEXA_E_INVALID_JSON, "message_id must be an id like \"m3\"");
+  const char *v;
+  int rc = dexa__attr_get(c, key, &v, len);
+  if (rc == DEXA_E_NOT_FOUND)
+    return dexa__result_failf(c->result, DEXA_E_NOT_FOUND, "no queued message \"%.40s\"", id);
+  if (rc != DEXA_OK) return rc;
+  *out = cJSON_ParseWithLength(v, *len);
+  return *out ? DEXA_OK : DEXA_E_CORRUPT;
+}

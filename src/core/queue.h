@@ -43,4 +43,10 @@ int dexa__queue_add(dexa__ctx *c, const char *text, int plan_mode, int64_t execu
  * event per message naming action ("deleted"), or none when action is NULL. */
 int dexa__queue_take(dexa__ctx *c, dexa__queued *const *items, size_t n, const char *action);
 
+/* Loads the queued message named by the input's message_id: its key (64
+ * bytes) and parsed entry (the caller deletes it) and stored length. Fails
+ * the result with DEXA_E_INVALID_JSON for a malformed id and
+ * DEXA_E_NOT_FOUND when it is not queued. */
+int dexa__queue_load_named(dexa__ctx *c, char *key, cJSON **out, size_t *len);
+
 #endif

@@ -1,8 +1,8 @@
-/* CallTool and CallSingleAttemptTool run one tool call; RecordToolOutcome
- * records the result of a call whose Step ran out of attempts or was lost.
- * A single-attempt write is never run again: a lost attempt is recorded as
- * an unknown outcome for the model. A call whose turn was steered or stopped
- * before it started gets a cancellation result instead of running. */
+/* CallTool: runs one READ or IDEMPOTENT_WRITE call; a transient failure is
+ * retried with backoff by the host (RecordToolOutcome records an error after
+ * the last attempt). CallSingleAttemptTool shares this runner without the
+ * retries. A call whose turn was steered or stopped before it started gets
+ * a cancellation result instead of running. */
 #include <stdio.h>
 #include <string.h>
 
@@ -32,7 +32,7 @@ static void started_event(dexa__ctx *c, const dexa__tool_call *t) {
   dexa__buf_free(&e);
 }
 
-static int run_tool(dexa__ctx *c, const dexa__tool_call *t, dexa_tool_source *s) {
+static int run_tool(dexa__ctx *c, const dexa__tool_call *t, dexa_tool_source *s, int retry) {
   char key[512];
   snprintf(key, sizeof key, "%s:%s", c->call->session_id, t->call_id);
   dexa_tool_invocation inv = {t->name, t->call_id, c->call->session_id, key,
@@ -41,8 +41,7 @@ static int run_tool(dexa__ctx *c, const dexa__tool_call *t, dexa_tool_source *s)
   dexa__tool_output_init(&out);
   started_event(c, t);
   int rc = s->vt.call_tool(s->user_data, &inv, &out);
-  int retryable = strcmp(c->call->name, STEP_CALL_TOOL) == 0 &&
-                  (dexa_error_class(rc) == DEXA_CLASS_TRANSIENT || rc == DEXA_E_NOMEM);
+  int retryable = retry && (dexa_error_class(rc) == DEXA_CLASS_TRANSIENT || rc == DEXA_E_NOMEM);
   if (rc == DEXA_OK && (out.text.oom || out.content.oom)) rc = DEXA_E_NOMEM;
   if (rc == DEXA_OK) {
     rc = dexa__tool_call_finish(c, t, out.is_error ? "error" : "ok", out.text.data, out.text.len,
@@ -59,7 +58,7 @@ static int run_tool(dexa__ctx *c, const dexa__tool_call *t, dexa_tool_source *s)
   return rc;
 }
 
-static int call_tool(dexa__ctx *c, const dexa__tool_call *t) {
+static int call_tool(dexa__ctx *c, const dexa__tool_call *t, int retry) {
   char action[16];
   int rc;
   if (dexa__control_pending(c, t->turn, action, &rc))
@@ -72,40 +71,15 @@ static int call_tool(dexa__ctx *c, const dexa__tool_call *t) {
     snprintf(why, sizeof why, "tool source \"%.64s\" is not configured on this worker", t->source);
     return finish_text(c, t, "error", why);
   }
-  return run_tool(c, t, s);
+  return run_tool(c, t, s, retry);
 }
 
-int dexa__step_call_tool(dexa__ctx *c) {
+int dexa__run_tool_call(dexa__ctx *c, int retry) {
   dexa__tool_call t;
   int rc = dexa__tool_call_read(c, &t);
-  if (rc == DEXA_OK) rc = call_tool(c, &t);
+  if (rc == DEXA_OK) rc = call_tool(c, &t, retry);
   dexa__tool_call_free(&t);
   return rc;
 }
 
-int dexa__step_record_tool_outcome(dexa__ctx *c) {
-  dexa__tool_call t;
-  int rc = dexa__tool_call_read(c, &t);
-  if (rc != DEXA_OK) return rc;
-  cJSON *err = c->call->recovery_error
-                   ? cJSON_ParseWithLength(c->call->recovery_error, c->call->recovery_error_len)
-                   : NULL;
-  const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
-  char text[600];
-  const char *status;
-  if (strcmp(t.effect, "write") == 0) {
-    status = "unknown_outcome";
-    snprintf(text, sizeof text,
-             "The outcome of this call is unknown: it was cut off (%s) and was not repeated, "
-             "because it is a write that may not be safe to run twice. Check its effect before "
-             "trying again.",
-             why ? why : "the worker was lost");
-  } else {
-    status = "error";
-    snprintf(text, sizeof text, "The tool failed after every attempt: %s", why ? why : "unknown error");
-  }
-  rc = finish_text(c, &t, status, text);
-  cJSON_Delete(err);
-  dexa__tool_call_free(&t);
-  return rc;
-}
+int dexa__step_call_tool(dexa__ctx *c) { return dexa__run_tool_call(c, 1); }

@@ -24,6 +24,10 @@ int dexa__tool_call_finish(dexa__ctx *c, const dexa__tool_call *t, const char *s
                            const char *output, size_t output_len, const char *content,
                            size_t content_len);
 
+/* Runs the Step's tool call (CallTool with retry, CallSingleAttemptTool
+ * without): a transient tool failure fails the attempt only with retry. */
+int dexa__run_tool_call(dexa__ctx *c, int retry);
+
 /* Deletes the call's PendingToolCalls entry. */
 int dexa__tool_call_unpend(dexa__ctx *c, const dexa__tool_call *t);
 

@@ -106,3 +106,20 @@ int dexa__cancel_pending_calls(dexa__ctx *c, int64_t turn, const char *reason) {
   free(p.call_ids);
   return rc;
 }
+
+static int control_event(dexa__ctx *c, int64_t turn, const char *action) {
+  dexa__buf e;
+  dexa__event_begin(c, &e, "turn_control");
+  dexa__buf_printf(&e, ",\"turn\":%lld,\"action\":\"%s\"", (long long)turn, action);
+  return dexa__event_end(c, &e);
+}
+
+/* Records a steer or stop for the running turn and cancels its waits. */
+int dexa__turn_control(dexa__ctx *c, int64_t turn, const char *action) {
+  char text[96];
+  int n = snprintf(text, sizeof text, "{\"turn\":%lld,\"action\":\"%s\",\"at\":%lld}",
+                   (long long)turn, action, (long long)c->call->now_ms);
+  int rc = dexa__attr_put_raw(c, ATTR_TURN_CONTROL, text, (size_t)n);
+  if (rc == DEXA_OK) rc = dexa__cancel_pending_calls(c, turn, action);
+  return rc == DEXA_OK ? control_event(c, turn, action) : rc;
+}

@@ -13,4 +13,10 @@ int dexa__turn_start(dexa__ctx *c, dexa__queued *const *items, size_t n);
  * a timer, and removes them from PendingToolCalls. reason: steer or cancel. */
 int dexa__cancel_pending_calls(dexa__ctx *c, int64_t turn, const char *reason);
 
+/* Records a steer or stop (action "steer" or "cancel") for the running turn:
+ * AgentTurnControl, the cancellation of its waiting calls, and the
+ * turn_control event. The turn ends at its next safe Step boundary
+ * (ApplyTurnControl). */
+int dexa__turn_control(dexa__ctx *c, int64_t turn, const char *action);
+
 #endif

@@ -1,0 +1,41 @@
+/* RecordToolOutcome: the recovery Step of CallTool and
+ * CallSingleAttemptTool. It runs no tool: for a write whose single attempt
+ * was cut off it records an unknown outcome (the write may or may not have
+ * happened, and it is not repeated); for a read or idempotent write that
+ * failed every attempt it records the error. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/tool_call.h"
+
+static int finish_text(dexa__ctx *c, const dexa__tool_call *t, const char *status,
+                       const char *text) {
+  return dexa__tool_call_finish(c, t, status, text, strlen(text), NULL, 0);
+}
+
+int dexa__step_record_tool_outcome(dexa__ctx *c) {
+  dexa__tool_call t;
+  int rc = dexa__tool_call_read(c, &t);
+  if (rc != DEXA_OK) return rc;
+  cJSON *err = c->call->recovery_error
+                   ? cJSON_ParseWithLength(c->call->recovery_error, c->call->recovery_error_len)
+                   : NULL;
+  const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
+  char text[600];
+  const char *status;
+  if (strcmp(t.effect, "write") == 0) {
+    status = "unknown_outcome";
+    snprintf(text, sizeof text,
+             "The outcome of this call is unknown: it was cut off (%s) and was not repeated, "
+             "because it is a write that may not be safe to run twice. Check its effect before "
+             "trying again.",
+             why ? why : "the worker was lost");
+  } else {
+    status = "error";
+    snprintf(text, sizeof text, "The tool failed after every attempt: %s", why ? why : "unknown error");
+  }
+  rc = finish_text(c, &t, status, text);
+  cJSON_Delete(err);
+  dexa__tool_call_free(&t);
+  return rc;
+}
