@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# examples/host-loop: the minimal host worker drives two turns through
+# dexa_dispatch alone (its own in-memory attributes, channels and waits) and
+# prints the transcript. Prints "N passed, N failed" (test/run sums it).
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+
+HOST=${HOST_LOOP:-examples/host-loop/host-loop}
+passed=0 failed=0
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; shift; for l in "$@"; do echo "    $l"; done; failed=$((failed + 1)); }
+
+if [[ ! -x $HOST ]]; then
+  if [[ ${BUILD:-build} != build ]]; then
+    echo "skip host-loop example: $HOST is not built in this build ($BUILD)"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 0
+  fi
+  fail "host-loop built" "$HOST is missing (make examples)"
+  echo "$passed passed, $failed failed"
+  exit 1
+fi
+
+out=$(timeout 30 "$HOST" 2>&1)
+status=$?
+if ((status == 0)); then ok "host-loop exits 0"; else fail "host-loop exits 0" "status $status" "$out"; fi
+expect() {
+  if grep -qF -- "$2" <<<"$out"; then ok "$1"; else fail "$1" "no \"$2\" in:" "$out"; fi
+}
+expect "the first turn is answered" "model Local demo response: hello"
+expect "the tool Step ran through the host" "CallTool-"
+expect "the join waited and went on" "ResumeTurn-"
+expect "the tool's result reached the model" "model Tool clock (ok):"
+echo "$passed passed, $failed failed"
+((failed == 0))
