@@ -10,7 +10,10 @@
  * The demo model needs no credential: plain text is echoed, "/model" names
  * the session's model, "/fail N" fails the first N model attempts, and
  * "/tool NAME {json}" calls a tool (end a line with '\' to send several
- * lines, e.g. two /tool lines for two calls in parallel). Tools: clock, note.
+ * lines, e.g. two /tool lines for two calls in parallel), "/ask", "/choose"
+ * and "/wait" use the built-in tools. Tools: clock, note. Lines starting
+ * with ':' are commands (:approve, :reject, :answer, :stop, :plan, :execute;
+ * :help lists them).
  *
  * Works with stdin from a pipe; EOF ends it cleanly (exit status 0). */
 #include <cjson/cJSON.h>
@@ -182,15 +185,18 @@ static int skip_old_events(chat *c) {
  * session to be idle (waiting for the next message). */
 static int follow_turn(chat *c) {
   chat_render r = {0, 0, 0};
-  int rc = DEXA_OK, n;
+  int rc = DEXA_OK, n, timer_said = 0;
   while (!r.turn_done) {
     rc = read_batch(c, &r, 250, &n);
     if (rc != DEXA_OK) break;
     /* No turn end seen, nothing new, and nothing left to run: the session
-     * waits for something else (or the events were trimmed). */
+     * waits for the person (an approval, an answer), for a timer (keep
+     * following: it fires by itself), or for nothing (events trimmed). */
     if (n == 0 && dexa_runtime_wait_idle(c->rt, c->session_id, 0) == DEXA_OK) {
       rc = read_batch(c, &r, 0, &n);
-      break;
+      if (rc != DEXA_OK || r.turn_done) break;
+      chat_render_end_line(&r);
+      if (chat_show_pending(c->rt, c->session_id, &timer_said) != 0) break;
     }
   }
   chat_render_end_line(&r);
@@ -324,7 +330,11 @@ static void chat_loop(chat *c) {
     if (!text) break;
     if (text[strspn(text, " \t\n")] != '\0') {
       if (!c->interactive) printf("you> %s\n", text); /* keep piped transcripts readable */
-      send_and_follow(c, text);
+      if (text[0] == ':') {
+        if (chat_command(c->rt, c->session_id, text)) follow_turn(c);
+      } else {
+        send_and_follow(c, text);
+      }
     }
     free(text);
   }
@@ -396,6 +406,8 @@ int main(int argc, char **argv) {
     def.model_count = model_count;
     def.tool_sources = sources;
     def.tool_source_count = 1 + mcp_count;
+    def.builtin_tools = DEXA_BUILTIN_ALL; /* ask_user, durable_wait, write_todos */
+    def.plan_mode_enabled = 1;
     rc = dexa_agent_new(&agent, &def, err, sizeof err);
   }
   if (rc != DEXA_OK) {

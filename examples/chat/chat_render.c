@@ -67,6 +67,13 @@ void chat_render_event(chat_render *r, const char *event_json, size_t len) {
   } else if (strcmp(type, "turn_finished") == 0) {
     chat_render_end_line(r);
     r->turn_done = 1;
+  } else if (strcmp(type, "turn_cancelled") == 0) {
+    chat_render_end_line(r);
+    printf("(turn %s)\n", strcmp(str(e, "action"), "steer") == 0 ? "steered" : "stopped");
+    r->turn_done = 1;
+  } else if (strcmp(type, "timer_fired") == 0) {
+    chat_render_end_line(r);
+    printf("  (timer fired)\n");
   } else if (strcmp(type, "turn_failed") == 0) {
     chat_render_end_line(r);
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(e, "error");

@@ -70,7 +70,7 @@ int chat_tools_new(dexa_tool_source **out, const char *notes_path) {
     rc = dexa_function_tools_add(src, "note", "Appends a line of text to the notes file.",
                                  "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":"
                                  "\"string\"}},\"required\":[\"text\"]}",
-                                 DEXA_TOOL_WRITE, DEXA_APPROVAL_NONE, note_tool,
+                                 DEXA_TOOL_WRITE, DEXA_APPROVAL_REQUIRED, note_tool,
                                  (void *)notes_path);
   if (rc != DEXA_OK) {
     dexa_tool_source_free(src);

@@ -60,12 +60,16 @@ expect "resume shows the earlier tool result" "$tmp/out2" "<- tool clock: ok:"
 expect "the resumed session answers" "$tmp/out2" "Local demo response: third line"
 expect "the same session" "$tmp/out2" "session $sid"
 
-# 4. a WRITE tool runs once and writes one line next to the store
-printf '/tool note {"text":"remember the milk"}\n' |
+# 4. a WRITE tool waits for approval, then runs once and writes one line
+# next to the store; a question is answered with :answer
+printf '/tool note {"text":"remember the milk"}\n:approve\n/ask Your name?\n:answer Ada\n' |
   timeout 60 "$CHAT" --store "$store" --resume "$sid" >"$tmp/out3" 2>&1
+expect "the write waits for approval" "$tmp/out3" "? approve note"
 expect "note tool finished" "$tmp/out3" "<- tool note: ok"
 lines=$(grep -c "remember the milk" "$store.notes.txt" 2>/dev/null)
 if [[ $lines == 1 ]]; then ok "note written exactly once"; else fail "note written exactly once" "lines: ${lines:-none}"; fi
+expect "a question is shown" "$tmp/out3" "? Your name?"
+expect "the answer is the tool result" "$tmp/out3" "Tool ask_user (ok): Ada"
 
 # 5. an unknown session is a clear error, not a crash
 printf 'hi\n' | timeout 30 "$CHAT" --store "$store" --resume s-no-such-session >"$tmp/out4" 2>&1
