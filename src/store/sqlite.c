@@ -212,12 +212,29 @@ static int sq_rollback_to(dexa__store_conn *c) {
   return rc ? rc : exec_simple(c, SQ_RELEASE);
 }
 
+/* Runs SQL that another process opening the same file at the same moment
+ * can refuse with SQLITE_BUSY without calling the busy handler (switching
+ * to WAL, WAL recovery, schema creation): tries again for up to 10 s. */
+static int exec_while_busy(sqlite3 *db, const char *sql, char **err) {
+  int r = SQLITE_BUSY;
+  for (int attempt = 0; attempt < 1000; attempt++) {
+    if (err) {
+      sqlite3_free(*err);
+      *err = NULL;
+    }
+    r = sqlite3_exec(db, sql, NULL, NULL, err);
+    if ((r & 0xff) != SQLITE_BUSY && (r & 0xff) != SQLITE_LOCKED) break;
+    usleep(10000);
+  }
+  return r;
+}
+
 static int apply_pragmas(sq_conn *c, const sq_store *s) {
   const char *sync = s->synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
   sqlite3_busy_timeout(c->db, 10000);
-  if (sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK)
-    return DEXA_E_IO;
-  if (sqlite3_exec(c->db, sync, NULL, NULL, NULL) != SQLITE_OK) return DEXA_E_IO;
+  int r = exec_while_busy(c->db, "PRAGMA journal_mode=WAL", NULL);
+  if (r != SQLITE_OK) return dexa__sq_err(r);
+  if (exec_while_busy(c->db, sync, NULL) != SQLITE_OK) return DEXA_E_IO;
   /* Reads of checkpointed pages through a memory map instead of pread, and
    * a larger page cache per connection. */
   sqlite3_exec(c->db, "PRAGMA mmap_size=268435456", NULL, NULL, NULL);
@@ -277,7 +294,7 @@ static int create_schema(sq_store *s, char *errmsg, size_t n) {
     return rc;
   }
   char *err = NULL;
-  int r = sqlite3_exec(((sq_conn *)c)->db, schema_sql, NULL, NULL, &err);
+  int r = exec_while_busy(((sq_conn *)c)->db, schema_sql, &err);
   if (r != SQLITE_OK) {
     rc = dexa__sq_err(r);
     if (rc == DEXA_E_ALREADY_EXISTS) rc = DEXA_E_CORRUPT;

@@ -2,7 +2,8 @@
  * Step and is killed with SIGKILL while the Step runs; a new runtime on the
  * same file finishes the session. A retryable Step runs again (attempt 2);
  * a single-attempt Step is never run again: its recovery Step gets
- * DEXA_E_TIMEOUT. */
+ * DEXA_E_TIMEOUT. Also: workers that open one new file at the same moment
+ * all get a working store. */
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -141,11 +142,80 @@ static void test_killed_single_attempt_step_never_runs_again(void) {
   dexa_runtime_free(rt);
 }
 
+/* Several worker processes started together on a store file that does not
+ * exist yet: one creates it, the others wait for it (switching to WAL and
+ * creating the schema can be refused with SQLITE_BUSY without the busy
+ * handler), and every one of them can then write. */
+static int open_together_child(const char *path, const char *go, int i) {
+  fake f;
+  fake_init(&f, h_crash);
+  if (!wait_for_file(go, 10000)) return 2;
+  dexa_runtime *rt = NULL;
+  int rc = open_real(&rt, &f, path);
+  if (rc != DEXA_OK) {
+    fprintf(stderr, "    worker %d: open: %s\n", i, dexa_error_name(rc));
+    return 3;
+  }
+  char sid[32], *out = NULL;
+  size_t n;
+  snprintf(sid, sizeof sid, "together-%d", i);
+  rc = dexa_runtime_start_session(rt, sid, "{\"step\":\"Slow\"}", 15, &out, &n);
+  if (rc != DEXA_OK) fprintf(stderr, "    worker %d: start: %s\n", i, dexa_error_name(rc));
+  dexa_free(out);
+  dexa_runtime_free(rt);
+  return rc == DEXA_OK ? 0 : 4;
+}
+
+static void test_processes_open_new_store_together(void) {
+  enum { WORKERS = 6, ROUNDS = 4 };
+  for (int round = 0; round < ROUNDS; round++) {
+    char path[600], go[700];
+    snprintf(path, sizeof path, "%s.together%d", dbpath, round);
+    snprintf(go, sizeof go, "%s.go", path);
+    pid_t pids[WORKERS];
+    for (int i = 0; i < WORKERS; i++) {
+      pids[i] = fork();
+      if (pids[i] == 0) _exit(open_together_child(path, go, i));
+    }
+    FILE *g = fopen(go, "w");
+    if (g) fclose(g);
+    int ok = 0;
+    for (int i = 0; i < WORKERS; i++) {
+      int status = 0;
+      waitpid(pids[i], &status, 0);
+      ok += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    CHECK_EQ_INT(ok, WORKERS);
+    fake f;
+    fake_init(&f, h_crash);
+    dexa_runtime *rt = NULL;
+    CHECK_EQ_INT(open_real(&rt, &f, path), DEXA_OK);
+    char *list = NULL;
+    size_t n = 0;
+    CHECK_EQ_INT(dexa_runtime_list_sessions(rt, NULL, 100, &list, &n), DEXA_OK);
+    for (int i = 0; i < WORKERS; i++) {
+      char sid[32];
+      snprintf(sid, sizeof sid, "together-%d", i);
+      CHECK_CONTAINS(list, sid);
+    }
+    dexa_free(list);
+    dexa_runtime_free(rt);
+    char extra[700];
+    unlink(path);
+    unlink(go);
+    snprintf(extra, sizeof extra, "%s-wal", path);
+    unlink(extra);
+    snprintf(extra, sizeof extra, "%s-shm", path);
+    unlink(extra);
+  }
+}
+
 int main(void) {
   temp_db(dbpath, sizeof dbpath, "crash");
   snprintf(marker, sizeof marker, "%s.started", dbpath);
   RUN(test_killed_worker_step_runs_again);
   RUN(test_killed_single_attempt_step_never_runs_again);
+  RUN(test_processes_open_new_store_together);
   unlink(dbpath);
   unlink(marker);
   TEST_MAIN_END();
