@@ -179,13 +179,8 @@ static int read_loop(dexa_runtime *rt, dexa__store_conn *c, const char *sid, int
     uint64_t gen = dexa__session_gen(rt, sid);
     int rc = collect(rt, c, sid, seq, n, max, it);
     if (rc != DEXA_OK || it->count) return rc;
-    int64_t now = dexa__mono_ms();
-    if (now >= deadline) return DEXA_OK;
-    /* Other processes append without signalling us: look every 100 ms. */
-    int64_t until = now + 100 < deadline ? now + 100 : deadline;
-    pthread_mutex_lock(&rt->mu);
-    dexa__wait_session(rt, &rt->event_cv, sid, gen, until);
-    pthread_mutex_unlock(&rt->mu);
+    if (dexa__mono_ms() >= deadline) return DEXA_OK;
+    dexa__wait_session_change(rt, &rt->event_cv, sid, gen, deadline);
   }
 }
 

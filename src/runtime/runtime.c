@@ -75,11 +75,15 @@ uint64_t dexa__session_gen(dexa_runtime *rt, const char *sid) {
   return g;
 }
 
-void dexa__wait_session(dexa_runtime *rt, pthread_cond_t *cv, const char *sid, uint64_t gen,
-                        int64_t until) {
+void dexa__wait_session_change(dexa_runtime *rt, pthread_cond_t *cv, const char *sid,
+                               uint64_t gen, int64_t deadline) {
+  int64_t now = dexa__mono_ms();
+  int64_t until = now + 100 < deadline ? now + 100 : deadline;
   size_t b = dexa__session_bucket(sid);
+  pthread_mutex_lock(&rt->mu);
   while (rt->session_gen[b] == gen && dexa__mono_ms() < until)
     dexa__cond_wait_until(cv, &rt->mu, until);
+  pthread_mutex_unlock(&rt->mu);
 }
 
 void dexa__notify_commit(dexa_runtime *rt) {

@@ -238,10 +238,11 @@ void dexa__notify_commit(dexa_runtime *rt);
 void dexa__touch_session(dexa_runtime *rt, const char *sid);
 /* The generation of sid's bucket (takes rt->mu). */
 uint64_t dexa__session_gen(dexa_runtime *rt, const char *sid);
-/* Waits on cv (with rt->mu held) until sid's generation is no longer gen or
- * until `until` (monotonic ms). */
-void dexa__wait_session(dexa_runtime *rt, pthread_cond_t *cv, const char *sid, uint64_t gen,
-                        int64_t until);
+/* Waits on cv (takes rt->mu) until sid's generation is no longer gen, for
+ * at most 100 ms and never past deadline (monotonic ms): commits by other
+ * processes do not signal us, so the caller looks at the store again. */
+void dexa__wait_session_change(dexa_runtime *rt, pthread_cond_t *cv, const char *sid,
+                               uint64_t gen, int64_t deadline);
 size_t dexa__session_bucket(const char *sid);
 
 /* ids.c: "s-" + 32 hex digits from the system CSPRNG. */

@@ -98,13 +98,7 @@ DEXA_EXTERN int dexa_runtime_wait_idle(dexa_runtime *rt, const char *session_id,
     int rc = session_busy(rt, session_id, &busy);
     if (rc != DEXA_OK) return rc;
     if (busy == 0) return DEXA_OK;
-    int64_t now = dexa__mono_ms();
-    if (now >= deadline) return DEXA_E_TIMEOUT;
-    /* Query again when this session changed here, or every 100 ms for
-     * other processes' commits, which do not signal us. */
-    int64_t until = now + 100 < deadline ? now + 100 : deadline;
-    pthread_mutex_lock(&rt->mu);
-    dexa__wait_session(rt, &rt->work_cv, session_id, gen, until);
-    pthread_mutex_unlock(&rt->mu);
+    if (dexa__mono_ms() >= deadline) return DEXA_E_TIMEOUT;
+    dexa__wait_session_change(rt, &rt->work_cv, session_id, gen, deadline);
   }
 }
