@@ -94,7 +94,7 @@ typedef struct dexa_call {
   int32_t kind;                 /* dexa_call_kind */
   const char *session_id;       /* the Flow id */
   const char *name;             /* Step type or RPC name */
-  const char *step_execution_id; /* "RunModel-3"; NULL for RPCs */
+  const char *step_execution_id; /* "RunModel-7": unique in the session; NULL for RPCs */
   int32_t attempt;              /* 1-based attempt of this method */
   int32_t reserved0;
   const char *input;            /* JSON; NULL means null */

@@ -18,13 +18,13 @@ int dexa__enqueue(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
   dexa__step_opts o = def->opts;
   int rc = dexa__opts_overlay(&o, options, options_len);
   if (rc != DEXA_OK) return rc;
-  int64_t n = 0;
   char exec_id[DEXA__NAME_MAX + 24];
   dexa__step_row row = {0};
-  rc = c->ops->counter_next(c, sid, step_type, &n);
-  if (rc == DEXA_OK) rc = c->ops->session_next_ord(c, sid, &row.ord);
+  /* The session's step order names the execution: unique in the session,
+   * one counter for every Step type. */
+  rc = c->ops->session_next_ord(c, sid, &row.ord);
   if (rc != DEXA_OK) return rc;
-  snprintf(exec_id, sizeof exec_id, "%s-%lld", step_type, (long long)n);
+  snprintf(exec_id, sizeof exec_id, "%s-%lld", step_type, (long long)row.ord);
   row.session_id = (char *)sid;
   row.exec_id = exec_id;
   row.step_type = (char *)step_type;

@@ -26,10 +26,13 @@ static const char *const sql_text[SQ_COUNT] = {
     [SQ_SESSION_GET] = "SELECT flow_type, created_ms, status, event_seq FROM sessions"
                        " WHERE session_id = ?1",
     [SQ_SESSION_STATUS] = "UPDATE sessions SET status = ?2 WHERE session_id = ?1",
-    [SQ_SESSION_BUMP_EVENTS] = "UPDATE sessions SET event_seq = event_seq + ?2"
-                               " WHERE session_id = ?1 RETURNING event_seq",
-    [SQ_SESSION_NEXT_ORD] = "UPDATE sessions SET step_ord = step_ord + 1"
-                            " WHERE session_id = ?1 RETURNING step_ord",
+    /* The counters are read, then set: UPDATE ... RETURNING costs about
+     * five times as much (it builds an ephemeral table per run). Both run
+     * inside the write transaction, so nothing changes between them. */
+    [SQ_SESSION_EVENT_SEQ] = "SELECT event_seq FROM sessions WHERE session_id = ?1",
+    [SQ_SESSION_SET_EVENT_SEQ] = "UPDATE sessions SET event_seq = ?2 WHERE session_id = ?1",
+    [SQ_SESSION_STEP_ORD] = "SELECT step_ord FROM sessions WHERE session_id = ?1",
+    [SQ_SESSION_SET_STEP_ORD] = "UPDATE sessions SET step_ord = ?2 WHERE session_id = ?1",
     [SQ_SESSION_LIST_FIRST] = "SELECT session_id, flow_type, created_ms, status, event_seq"
                               " FROM sessions ORDER BY created_ms DESC, session_id DESC"
                               " LIMIT ?1",
@@ -37,26 +40,26 @@ static const char *const sql_text[SQ_COUNT] = {
                               " FROM sessions WHERE created_ms < ?2 OR (created_ms = ?2"
                               " AND session_id < ?3)"
                               " ORDER BY created_ms DESC, session_id DESC LIMIT ?1",
-    [SQ_ATTR_GET] = "SELECT value FROM attrs WHERE session_id = ?1 AND key = ?2",
-    [SQ_ATTR_PUT] = "INSERT INTO attrs(session_id, key, value) VALUES(?1, ?2, ?3)"
-                    " ON CONFLICT(session_id, key) DO UPDATE SET value = excluded.value",
-    [SQ_ATTR_DELETE] = "DELETE FROM attrs WHERE session_id = ?1 AND key = ?2",
-    [SQ_ATTR_SCAN_RANGE] = "SELECT key, value FROM attrs WHERE session_id = ?1"
-                           " AND key >= ?2 AND key < ?3 ORDER BY key",
-    [SQ_ATTR_SCAN_FROM] = "SELECT key, value FROM attrs WHERE session_id = ?1"
-                          " AND key >= ?2 ORDER BY key",
-    [SQ_CHAN_PUSH] = "INSERT INTO channel_msgs(session_id, channel, seq, value)"
-                     " VALUES(?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM channel_msgs"
-                     " WHERE session_id = ?1 AND channel = ?2), ?3)",
-    [SQ_CHAN_COUNT] = "SELECT count(*) FROM channel_msgs WHERE session_id = ?1"
-                      " AND channel = ?2",
-    [SQ_CHAN_PEEK] = "SELECT seq, value FROM channel_msgs WHERE session_id = ?1"
-                     " AND channel = ?2 ORDER BY seq LIMIT ?3",
-    [SQ_CHAN_DELETE_UPTO] = "DELETE FROM channel_msgs WHERE session_id = ?1 AND channel = ?2"
-                            " AND seq <= ?3",
-    [SQ_COUNTER_NEXT] = "INSERT INTO step_counters(session_id, step_type, n) VALUES(?1, ?2, 1)"
-                        " ON CONFLICT(session_id, step_type) DO UPDATE SET n = step_counters.n + 1"
-                        " RETURNING n",
+    [SQ_ATTR_GET] = "SELECT value FROM session_data WHERE session_id = ?1 AND kind = 0"
+                    " AND key = ?2 AND seq = 0",
+    [SQ_ATTR_PUT] = "INSERT INTO session_data(session_id, kind, key, seq, value)"
+                    " VALUES(?1, 0, ?2, 0, ?3) ON CONFLICT(session_id, kind, key, seq)"
+                    " DO UPDATE SET value = excluded.value",
+    [SQ_ATTR_DELETE] = "DELETE FROM session_data WHERE session_id = ?1 AND kind = 0 AND key = ?2"
+                       " AND seq = 0",
+    [SQ_ATTR_SCAN_RANGE] = "SELECT key, value FROM session_data WHERE session_id = ?1"
+                           " AND kind = 0 AND key >= ?2 AND key < ?3 ORDER BY key",
+    [SQ_ATTR_SCAN_FROM] = "SELECT key, value FROM session_data WHERE session_id = ?1"
+                          " AND kind = 0 AND key >= ?2 ORDER BY key",
+    [SQ_CHAN_PUSH] = "INSERT INTO session_data(session_id, kind, key, seq, value)"
+                     " VALUES(?1, 1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM session_data"
+                     " WHERE session_id = ?1 AND kind = 1 AND key = ?2), ?3)",
+    [SQ_CHAN_COUNT] = "SELECT count(*) FROM session_data WHERE session_id = ?1 AND kind = 1"
+                      " AND key = ?2",
+    [SQ_CHAN_PEEK] = "SELECT seq, value FROM session_data WHERE session_id = ?1 AND kind = 1"
+                     " AND key = ?2 ORDER BY seq LIMIT ?3",
+    [SQ_CHAN_DELETE_UPTO] = "DELETE FROM session_data WHERE session_id = ?1 AND kind = 1"
+                            " AND key = ?2 AND seq <= ?3",
     [SQ_STEP_INSERT] = "INSERT INTO steps(session_id, exec_id, step_type, ord, state, method,"
                        " attempt, cancelled, input, options, wait, conditions, recovery_error,"
                        " due_ms, lease_owner, lease_until, started_ms) VALUES(?1, ?2, ?3, ?4,"
@@ -88,37 +91,15 @@ static const char *const sql_text[SQ_COUNT] = {
                       " AND exec_id = ?2 AND state = 3 AND lease_owner = ?3 AND attempt = ?4"
                       " AND cancelled = 0 AND lease_until > ?5",
     [SQ_STEP_BUSY] = "SELECT count(*) FROM steps WHERE session_id = ?1 AND state IN (1, 3)",
-    [SQ_EVENT_APPEND] = "INSERT INTO events(session_id, seq, json) VALUES(?1, ?2, ?3)",
-    [SQ_EVENT_TRIM] = "DELETE FROM events WHERE session_id = ?1 AND seq <= ?2",
-    [SQ_EVENT_READ] = "SELECT seq, json FROM events WHERE session_id = ?1 AND seq > ?2"
-                      " ORDER BY seq LIMIT ?3",
+    /* Events are stored under seq = -(event sequence): newest first (see
+     * sqlite_schema.c). */
+    [SQ_EVENT_APPEND] = "INSERT INTO session_data(session_id, kind, key, seq, value)"
+                        " VALUES(?1, 2, x'', -?2, ?3)",
+    [SQ_EVENT_TRIM] = "DELETE FROM session_data WHERE session_id = ?1 AND kind = 2"
+                      " AND key = x'' AND seq >= -?2",
+    [SQ_EVENT_READ] = "SELECT -seq, value FROM session_data WHERE session_id = ?1 AND kind = 2"
+                      " AND key = x'' AND seq < -?2 ORDER BY seq DESC LIMIT ?3",
 };
-
-static const char schema_sql[] =
-    "CREATE TABLE IF NOT EXISTS sessions(session_id TEXT NOT NULL PRIMARY KEY,"
-    " flow_type TEXT NOT NULL, created_ms INTEGER NOT NULL, status INTEGER NOT NULL,"
-    " event_seq INTEGER NOT NULL, step_ord INTEGER NOT NULL, settings TEXT) WITHOUT ROWID;"
-    "CREATE INDEX IF NOT EXISTS sessions_created ON sessions(created_ms, session_id);"
-    "CREATE TABLE IF NOT EXISTS attrs(session_id TEXT NOT NULL, key BLOB NOT NULL,"
-    " value TEXT NOT NULL, PRIMARY KEY(session_id, key)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS channel_msgs(session_id TEXT NOT NULL, channel BLOB NOT NULL,"
-    " seq INTEGER NOT NULL, value TEXT NOT NULL, PRIMARY KEY(session_id, channel, seq))"
-    " WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS step_counters(session_id TEXT NOT NULL, step_type TEXT NOT NULL,"
-    " n INTEGER NOT NULL, PRIMARY KEY(session_id, step_type)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS steps(session_id TEXT NOT NULL, exec_id TEXT NOT NULL,"
-    " step_type TEXT NOT NULL, ord INTEGER NOT NULL, state INTEGER NOT NULL,"
-    " method INTEGER NOT NULL, attempt INTEGER NOT NULL, cancelled INTEGER NOT NULL,"
-    " input TEXT, options TEXT, wait TEXT, conditions TEXT, recovery_error TEXT,"
-    " due_ms INTEGER, lease_owner TEXT, lease_until INTEGER NOT NULL,"
-    " started_ms INTEGER NOT NULL, PRIMARY KEY(session_id, exec_id)) WITHOUT ROWID;"
-    "CREATE INDEX IF NOT EXISTS steps_due ON steps(due_ms) WHERE due_ms IS NOT NULL;"
-    "CREATE TABLE IF NOT EXISTS events(session_id TEXT NOT NULL, seq INTEGER NOT NULL,"
-    " json TEXT NOT NULL, PRIMARY KEY(session_id, seq)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS dexa_meta(key TEXT NOT NULL PRIMARY KEY, value TEXT)"
-    " WITHOUT ROWID;"
-    "INSERT INTO dexa_meta(key, value) VALUES('schema_version', '1')"
-    " ON CONFLICT(key) DO NOTHING;";
 
 int dexa__sq_err(int rc) {
   switch (rc & 0xff) {
@@ -286,6 +267,8 @@ static void sq_close(dexa__store *base) {
   free(s);
 }
 
+/* Creates or upgrades the schema; another process opening the same new
+ * file can hold it busy for a moment without calling the busy handler. */
 static int create_schema(sq_store *s, char *errmsg, size_t n) {
   dexa__store_conn *c = NULL;
   int rc = sq_conn_open(&s->base, &c);
@@ -293,14 +276,13 @@ static int create_schema(sq_store *s, char *errmsg, size_t n) {
     if (errmsg) snprintf(errmsg, n, "cannot open %s: %s", s->path, dexa_strerror(rc));
     return rc;
   }
-  char *err = NULL;
-  int r = exec_while_busy(((sq_conn *)c)->db, schema_sql, &err);
-  if (r != SQLITE_OK) {
-    rc = dexa__sq_err(r);
-    if (rc == DEXA_E_ALREADY_EXISTS) rc = DEXA_E_CORRUPT;
-    if (errmsg) snprintf(errmsg, n, "schema of %s: %s", s->path, err ? err : "?");
+  char why[256] = "";
+  for (int attempt = 0; attempt < 1000; attempt++) {
+    rc = dexa__sq_schema_ensure(((sq_conn *)c)->db, why, sizeof why);
+    if (rc != DEXA_E_BUSY) break;
+    usleep(10000);
   }
-  sqlite3_free(err);
+  if (rc != DEXA_OK && errmsg) snprintf(errmsg, n, "schema of %s: %s", s->path, why);
   sq_conn_close(c);
   return rc;
 }
@@ -348,7 +330,6 @@ const dexa__store_ops dexa__sqlite_ops = {
     .chan_push = dexa__sq_chan_push,
     .chan_count = dexa__sq_chan_count,
     .chan_take = dexa__sq_chan_take,
-    .counter_next = dexa__sq_counter_next,
     .step_insert = dexa__sq_step_insert,
     .step_get = dexa__sq_step_get,
     .step_update = dexa__sq_step_update,

@@ -1,4 +1,4 @@
-/* SQLite backend: sessions, attributes, channels, counters and events. */
+/* SQLite backend: sessions, attributes, channels and events. */
 #include "store/sqlite_internal.h"
 
 #include <stdlib.h>
@@ -57,32 +57,35 @@ int dexa__sq_session_set_status(dexa__store_conn *c, const char *id, int32_t sta
   return dexa__sq_exec(st);
 }
 
-static int bump(dexa__store_conn *c, sq_stmt_id id_stmt, const char *id, int64_t by,
-                int64_t *out) {
-  STMT(st, c, id_stmt);
-  dexa__sq_text(st, 1, id, slen(id));
-  if (by) sqlite3_bind_int64(st, 2, by);
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW) {
-    *out = sqlite3_column_int64(st, 0);
-    rc = DEXA_OK;
-  } else {
-    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r);
+/* Adds by to the counter that get_id reads and set_id writes; *out gets
+ * the new value. Runs inside the caller's write transaction. */
+static int bump(dexa__store_conn *c, sq_stmt_id get_id, sq_stmt_id set_id, const char *id,
+                int64_t by, int64_t *out) {
+  int64_t now = 0;
+  {
+    STMT(st, c, get_id);
+    dexa__sq_text(st, 1, id, slen(id));
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW) now = sqlite3_column_int64(st, 0);
+    rc = r == SQLITE_ROW ? DEXA_OK : (r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r));
+    sqlite3_reset(st);
+    if (rc != DEXA_OK) return rc;
   }
-  /* RETURNING statements finish their work on reset; check it. */
-  r = sqlite3_reset(st);
-  if (rc == DEXA_OK && r != SQLITE_OK) rc = dexa__sq_err(r);
+  STMT(st, c, set_id);
+  dexa__sq_text(st, 1, id, slen(id));
+  sqlite3_bind_int64(st, 2, now + by);
+  rc = dexa__sq_exec(st);
+  if (rc == DEXA_OK) *out = now + by;
   return rc;
 }
 
 int dexa__sq_session_bump_events(dexa__store_conn *c, const char *id, int64_t n, int64_t *seq) {
-  return bump(c, SQ_SESSION_BUMP_EVENTS, id, n, seq);
+  return bump(c, SQ_SESSION_EVENT_SEQ, SQ_SESSION_SET_EVENT_SEQ, id, n, seq);
 }
 
 int dexa__sq_session_next_ord(dexa__store_conn *c, const char *id, int64_t *ord) {
-  return bump(c, SQ_SESSION_NEXT_ORD, id, 0, ord);
+  return bump(c, SQ_SESSION_STEP_ORD, SQ_SESSION_SET_STEP_ORD, id, 1, ord);
 }
-
 int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *before_id,
                           int32_t limit, dexa__session_visit_fn visit, void *ctx) {
   STMT(st, c, before_id ? SQ_SESSION_LIST_AFTER : SQ_SESSION_LIST_FIRST);
@@ -237,19 +240,6 @@ int dexa__sq_chan_take(dexa__store_conn *c, const char *sid, const char *ch, siz
   dexa__sq_blob(del, 2, ch, chlen);
   sqlite3_bind_int64(del, 3, last);
   return dexa__sq_exec(del);
-}
-
-int dexa__sq_counter_next(dexa__store_conn *c, const char *sid, const char *step_type,
-                          int64_t *n) {
-  STMT(st, c, SQ_COUNTER_NEXT);
-  dexa__sq_text(st, 1, sid, slen(sid));
-  dexa__sq_text(st, 2, step_type, slen(step_type));
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW) *n = sqlite3_column_int64(st, 0);
-  rc = r == SQLITE_ROW ? DEXA_OK : (r == SQLITE_DONE ? DEXA_E_INTERNAL : dexa__sq_err(r));
-  r = sqlite3_reset(st);
-  if (rc == DEXA_OK && r != SQLITE_OK) rc = dexa__sq_err(r);
-  return rc;
 }
 
 int dexa__sq_event_append(dexa__store_conn *c, const char *sid, int64_t seq, const char *json,

@@ -19,8 +19,10 @@ typedef enum sq_stmt_id {
   SQ_SESSION_INSERT,
   SQ_SESSION_GET,
   SQ_SESSION_STATUS,
-  SQ_SESSION_BUMP_EVENTS,
-  SQ_SESSION_NEXT_ORD,
+  SQ_SESSION_EVENT_SEQ,
+  SQ_SESSION_SET_EVENT_SEQ,
+  SQ_SESSION_STEP_ORD,
+  SQ_SESSION_SET_STEP_ORD,
   SQ_SESSION_LIST_FIRST,
   SQ_SESSION_LIST_AFTER,
   SQ_ATTR_GET,
@@ -32,7 +34,6 @@ typedef enum sq_stmt_id {
   SQ_CHAN_COUNT,
   SQ_CHAN_PEEK,
   SQ_CHAN_DELETE_UPTO,
-  SQ_COUNTER_NEXT,
   SQ_STEP_INSERT,
   SQ_STEP_GET,
   SQ_STEP_UPDATE,
@@ -69,6 +70,9 @@ extern const dexa__store_ops dexa__sqlite_ops;
 /* The cached statement id of c, prepared on first use and reset; NULL on
  * error (*rc set). */
 sqlite3_stmt *dexa__sq_stmt(sq_conn *c, sq_stmt_id id, int *rc);
+/* Creates the schema of a new file or upgrades an older one, in one write
+ * transaction (sqlite_schema.c). DEXA_E_BUSY: try again. */
+int dexa__sq_schema_ensure(sqlite3 *db, char *errmsg, size_t n);
 /* Maps a SQLite result code to DEXA_OK / DEXA_E_*. */
 int dexa__sq_err(int rc);
 /* Steps a statement that returns no row; resets it. */
@@ -101,8 +105,6 @@ int dexa__sq_chan_count(dexa__store_conn *c, const char *sid, const char *ch, si
                         int64_t *n);
 int dexa__sq_chan_take(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
                        int64_t n, dexa__value_visit_fn visit, void *ctx);
-int dexa__sq_counter_next(dexa__store_conn *c, const char *sid, const char *step_type,
-                          int64_t *n);
 int dexa__sq_event_append(dexa__store_conn *c, const char *sid, int64_t seq, const char *json,
                           size_t len);
 int dexa__sq_event_trim(dexa__store_conn *c, const char *sid, int64_t upto_seq);

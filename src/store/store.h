@@ -20,7 +20,7 @@
 #include "dexagents/flow.h"
 
 /* Step execution states. A row exists only while the execution is live;
- * a finished execution's row is deleted (only counters remain). */
+ * a finished execution's row is deleted. */
 enum {
   DEXA__STEP_READY = 1,   /* method may run once due_ms has passed */
   DEXA__STEP_WAITING = 2, /* wait stored; due_ms = next timer deadline or none */
@@ -93,7 +93,8 @@ typedef struct dexa__store_ops {
   int (*rollback_to)(dexa__store_conn *c);
 
   /* Sessions. session_bump_events adds n to event_seq and returns the new
-   * value (the last of the n sequence numbers now taken). */
+   * value (the last of the n sequence numbers now taken); it and
+   * session_next_ord run only inside a write transaction. */
   int (*session_insert)(dexa__store_conn *c, const char *id, const char *flow_type,
                         int64_t created_ms, const char *settings, size_t settings_len);
   int (*session_get)(dexa__store_conn *c, const char *id, dexa__session_row *out);
@@ -123,10 +124,6 @@ typedef struct dexa__store_ops {
                     int64_t *n);
   int (*chan_take)(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
                    int64_t n, dexa__value_visit_fn visit, void *ctx);
-
-  /* Per-session, per-Step-type execution counter: returns 1, 2, ... */
-  int (*counter_next)(dexa__store_conn *c, const char *sid, const char *step_type,
-                      int64_t *n);
 
   /* Step rows, keyed by (session_id, exec_id). */
   int (*step_insert)(dexa__store_conn *c, const dexa__step_row *row);

@@ -117,11 +117,11 @@ static char dbpath[512];
 static void test_killed_worker_step_runs_again(void) {
   fake f;
   CHECK_EQ_INT(crash_and_resume(&f, dbpath, "retry", "Slow"), DEXA_OK);
-  CHECK_EQ_INT(fake_count(&f, "E Slow Slow-1 2"), 1);
+  CHECK_EQ_INT(fake_count(&f, "E Slow Slow-2 2"), 1);
   dexa_runtime *rt = NULL;
   CHECK_EQ_INT(open_real(&rt, &f, dbpath), DEXA_OK);
   char *v = fake_get(rt, "retry", "ran");
-  CHECK_STR(v, "{\"value\":\"Slow-1\"}");
+  CHECK_STR(v, "{\"value\":\"Slow-2\"}");
   dexa_free(v);
   dexa_runtime_free(rt);
 }
@@ -130,7 +130,7 @@ static void test_killed_single_attempt_step_never_runs_again(void) {
   fake f;
   CHECK_EQ_INT(crash_and_resume(&f, dbpath, "once", "SlowOnce"), DEXA_OK);
   CHECK_EQ_INT(fake_count(&f, "E SlowOnce "), 0);
-  CHECK_EQ_INT(fake_count(&f, "E Rec Rec-1 1"), 1);
+  CHECK_EQ_INT(fake_count(&f, "E Rec Rec-3 1"), 1);
   dexa_runtime *rt = NULL;
   CHECK_EQ_INT(open_real(&rt, &f, dbpath), DEXA_OK);
   char *v = fake_get(rt, "once", "rec_error");

@@ -181,9 +181,9 @@ static void test_wait_any_timer_wins_over_channel_and_only_winner_consumes(void)
   fake_set_now(&f, f.now + 1500);
   /* Both ready at this evaluation: the timer wins, the message stays queued. */
   CHECK_EQ_INT(fake_pub(rt, "s", "C", "\"hello\""), DEXA_OK);
-  CHECK_EQ_INT(run_ready(rt), 3); /* Execute Wait-1, WaitFor Wait-2, Execute Wait-2 */
-  CHECK_ATTR(rt, "s", "cond/Wait-1", "{\"fired\":[\"t\"],\"channels\":{}}");
-  CHECK_ATTR(rt, "s", "cond/Wait-2", "{\"fired\":[],\"channels\":{\"m2\":[\"hello\"]}}");
+  CHECK_EQ_INT(run_ready(rt), 3); /* Execute Wait-2, WaitFor Wait-3, Execute Wait-3 */
+  CHECK_ATTR(rt, "s", "cond/Wait-2", "{\"fired\":[\"t\"],\"channels\":{}}");
+  CHECK_ATTR(rt, "s", "cond/Wait-3", "{\"fired\":[],\"channels\":{\"m2\":[\"hello\"]}}");
   dexa_runtime_free(rt);
 }
 
@@ -199,7 +199,7 @@ static void test_wait_timer_fires_on_the_clock(void) {
   CHECK_EQ_INT(run_ready(rt), 0);
   fake_set_now(&f, f.now + 1);
   CHECK_EQ_INT(run_ready(rt), 1);
-  CHECK_ATTR(rt, "s", "cond/Wait-1", "{\"fired\":[\"t\"],\"channels\":{}}");
+  CHECK_ATTR(rt, "s", "cond/Wait-2", "{\"fired\":[\"t\"],\"channels\":{}}");
   dexa_runtime_free(rt);
 }
 
@@ -218,7 +218,7 @@ static void test_wait_all_needs_every_condition(void) {
   CHECK_EQ_INT(run_ready(rt), 0); /* timer not due */
   fake_set_now(&f, f.now + 600);
   CHECK_EQ_INT(run_ready(rt), 1);
-  CHECK_ATTR(rt, "s", "cond/Wait-1", "{\"fired\":[\"t\"],\"channels\":{\"a\":[1,2]}}");
+  CHECK_ATTR(rt, "s", "cond/Wait-2", "{\"fired\":[\"t\"],\"channels\":{\"a\":[1,2]}}");
   dexa_runtime_free(rt);
 }
 
@@ -240,8 +240,8 @@ static void test_channel_fifo_and_max_absent_takes_all(void) {
   CHECK_EQ_INT(dexa_runtime_call(rt, "s", "decide", d, strlen(d), &out, &n), DEXA_OK);
   dexa_free(out);
   CHECK_EQ_INT(run_ready(rt), 4);
-  CHECK_ATTR(rt, "s", "cond/Wait-1", "{\"fired\":[],\"channels\":{\"q\":[1,2]}}");
-  CHECK_ATTR(rt, "s", "cond/Wait-2", "{\"fired\":[],\"channels\":{\"rest\":[3,4]}}");
+  CHECK_ATTR(rt, "s", "cond/Wait-2", "{\"fired\":[],\"channels\":{\"q\":[1,2]}}");
+  CHECK_ATTR(rt, "s", "cond/Wait-3", "{\"fired\":[],\"channels\":{\"rest\":[3,4]}}");
   dexa_runtime_free(rt);
 }
 
@@ -251,7 +251,7 @@ static void test_zero_conditions_execute_at_once(void) {
   CHECK(rt);
   CHECK_EQ_INT(start_with(rt, "s", "{\"next\":[{\"step\":\"Wait\",\"input\":{\"wait\":null}}]}"), DEXA_OK);
   CHECK_EQ_INT(run_ready(rt), 2);
-  CHECK_ATTR(rt, "s", "cond/Wait-1", "{\"fired\":[],\"channels\":{}}");
+  CHECK_ATTR(rt, "s", "cond/Wait-2", "{\"fired\":[],\"channels\":{}}");
   dexa_runtime_free(rt);
 }
 
@@ -277,8 +277,8 @@ static void test_parallel_steps_join_on_channel_count(void) {
   fake_set_now(&f, f.now + 1000);
   CHECK_EQ_INT(run_ready(rt), 3);  /* Work-1, Work-2 (attempt 2), then Join */
   CHECK_EQ_INT(fake_count(&f, "E Work "), 3);
-  CHECK_EQ_INT(fake_count(&f, "E Join Join-1 1"), 1);
-  char *v = fake_get(rt, "s", "cond/Join-1");
+  CHECK_EQ_INT(fake_count(&f, "E Join Join-5 1"), 1);
+  char *v = fake_get(rt, "s", "cond/Join-5");
   CHECK_CONTAINS(v, "\"d\":[");
   CHECK_CONTAINS(v, "1");
   CHECK_CONTAINS(v, "2");
@@ -327,7 +327,7 @@ static void test_retries_with_backoff_on_the_clock(void) {
   CHECK_EQ_INT(run_ready(rt), 0);
   fake_set_now(&f, t0 + 3000);
   CHECK_EQ_INT(run_ready(rt), 1);
-  CHECK_EQ_INT(fake_count(&f, "E Work Work-1 3"), 1);
+  CHECK_EQ_INT(fake_count(&f, "E Work Work-2 3"), 1);
   CHECK_ATTR(rt, "s", "Work", "\"done\"");
   dexa_runtime_free(rt);
 }
@@ -398,7 +398,7 @@ static void test_lost_lease_is_retried(void) {
   CHECK_EQ_INT(run_ready(rt), 0);  /* the loss is seen: retry after the first backoff */
   fake_set_now(&f, f.now + 1000);
   CHECK_EQ_INT(run_ready(rt), 1);
-  CHECK_EQ_INT(fake_count(&f, "E Work Work-1 2"), 1);
+  CHECK_EQ_INT(fake_count(&f, "E Work Work-2 2"), 1);
   CHECK_ATTR(rt, "s", "Work", "\"done\"");
   dexa_runtime_free(rt);
 }
@@ -417,7 +417,7 @@ static void test_lost_single_attempt_goes_to_recovery_and_never_reruns(void) {
   fake_set_now(&f, f.now + 1001);
   CHECK_EQ_INT(run_ready(rt), 1);
   CHECK_EQ_INT(fake_count(&f, "E Once "), 1); /* not run again */
-  CHECK_EQ_INT(fake_count(&f, "E Rec Rec-1 1"), 1);
+  CHECK_EQ_INT(fake_count(&f, "E Rec Rec-3 1"), 1);
   CHECK_ATTR(rt, "s", "rec_input", "{\"id\":7}");
   char *v = fake_get(rt, "s", "rec_error");
   CHECK_CONTAINS(v, "\"code\":-202");
@@ -595,7 +595,7 @@ static void test_state_survives_reopen(void) {
   CHECK_EQ_INT(fake_open(&rt, &f, DESC, dbpath, 1000, 10000), DEXA_OK);
   CHECK_ATTR(rt, "s", "k", "\"v\"");
   CHECK_EQ_INT(run_ready(rt), 1);
-  CHECK_ATTR(rt, "s", "cond/Wait-1", "{\"fired\":[],\"channels\":{\"c\":[1]}}");
+  CHECK_ATTR(rt, "s", "cond/Wait-2", "{\"fired\":[],\"channels\":{\"c\":[1]}}");
   CHECK_EQ_INT(start_with(rt, "s", "{}"), DEXA_E_ALREADY_EXISTS);
   dexa_runtime_free(rt);
 }

@@ -1,0 +1,115 @@
+/* SQLite backend: the schema, its version, and the migration of older
+ * files.
+ *
+ * Version 2 keeps each session's attributes, channel messages and durable
+ * events in ONE table, session_data, ordered (session_id, kind, key, seq):
+ *
+ *   kind 0  attribute      key = attribute key, seq = 0
+ *   kind 1  channel msg    key = channel name,  seq = 1, 2, ... (FIFO)
+ *   kind 2  event          key = x'',           seq = -(event sequence)
+ *
+ * Why: an operation writes the tail of the session's messages, its state
+ * attributes (which sort after the messages), perhaps a channel message,
+ * and new events. Events are keyed by their negated sequence so that the
+ * newest sort first, right after the attributes: everything one operation
+ * writes is adjacent and usually lands on one B-tree page, so a commit
+ * writes about one page per operation instead of one per table.
+ *
+ * Version 1 had separate attrs, channel_msgs and events tables and a
+ * step_counters table (execution ids now come from the session's step
+ * order). Opening a version 1 file moves its rows over in one transaction. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dexagents/errors.h"
+#include "store/sqlite_internal.h"
+
+#define SCHEMA_VERSION 2
+
+static const char create_v2[] =
+    "CREATE TABLE IF NOT EXISTS sessions(session_id TEXT NOT NULL PRIMARY KEY,"
+    " flow_type TEXT NOT NULL, created_ms INTEGER NOT NULL, status INTEGER NOT NULL,"
+    " event_seq INTEGER NOT NULL, step_ord INTEGER NOT NULL, settings TEXT) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS sessions_created ON sessions(created_ms, session_id);"
+    "CREATE TABLE IF NOT EXISTS session_data(session_id TEXT NOT NULL, kind INTEGER NOT NULL,"
+    " key BLOB NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL,"
+    " PRIMARY KEY(session_id, kind, key, seq)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS steps(session_id TEXT NOT NULL, exec_id TEXT NOT NULL,"
+    " step_type TEXT NOT NULL, ord INTEGER NOT NULL, state INTEGER NOT NULL,"
+    " method INTEGER NOT NULL, attempt INTEGER NOT NULL, cancelled INTEGER NOT NULL,"
+    " input TEXT, options TEXT, wait TEXT, conditions TEXT, recovery_error TEXT,"
+    " due_ms INTEGER, lease_owner TEXT, lease_until INTEGER NOT NULL,"
+    " started_ms INTEGER NOT NULL, PRIMARY KEY(session_id, exec_id)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS steps_due ON steps(due_ms) WHERE due_ms IS NOT NULL;";
+
+static const char migrate_v1[] =
+    "INSERT INTO session_data(session_id, kind, key, seq, value)"
+    " SELECT session_id, 0, key, 0, value FROM attrs;"
+    "INSERT INTO session_data(session_id, kind, key, seq, value)"
+    " SELECT session_id, 1, channel, seq, value FROM channel_msgs;"
+    "INSERT INTO session_data(session_id, kind, key, seq, value)"
+    " SELECT session_id, 2, x'', -seq, json FROM events;"
+    "DROP TABLE attrs; DROP TABLE channel_msgs; DROP TABLE events; DROP TABLE step_counters;";
+
+/* The stored schema version: 0 for a new file. */
+static int read_version(sqlite3 *db, int *version) {
+  *version = 0;
+  sqlite3_stmt *st = NULL;
+  int r = sqlite3_prepare_v2(db, "SELECT value FROM dexa_meta WHERE key = 'schema_version'", -1,
+                             &st, NULL);
+  if (r != SQLITE_OK) {
+    /* No dexa_meta table: a new file (or not ours, which CREATE reveals). */
+    sqlite3_finalize(st);
+    return DEXA_OK;
+  }
+  r = sqlite3_step(st);
+  if (r == SQLITE_ROW) *version = atoi((const char *)sqlite3_column_text(st, 0));
+  int rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? DEXA_OK : dexa__sq_err(r);
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int exec(sqlite3 *db, const char *sql, char *errmsg, size_t n) {
+  char *err = NULL;
+  int r = sqlite3_exec(db, sql, NULL, NULL, &err);
+  if (r != SQLITE_OK && errmsg) snprintf(errmsg, n, "%s", err ? err : sqlite3_errstr(r));
+  sqlite3_free(err);
+  return r == SQLITE_OK ? DEXA_OK : dexa__sq_err(r);
+}
+
+/* Brings the open write transaction's file to SCHEMA_VERSION. */
+static int upgrade(sqlite3 *db, int version, char *errmsg, size_t n) {
+  if (version > SCHEMA_VERSION) {
+    if (errmsg)
+      snprintf(errmsg, n, "schema version %d is newer than this library's (%d)", version,
+               SCHEMA_VERSION);
+    return DEXA_E_UNSUPPORTED;
+  }
+  if (version == SCHEMA_VERSION) return DEXA_OK;
+  int rc = exec(db,
+                "CREATE TABLE IF NOT EXISTS dexa_meta(key TEXT NOT NULL PRIMARY KEY, value TEXT)"
+                " WITHOUT ROWID",
+                errmsg, n);
+  if (rc == DEXA_OK) rc = exec(db, create_v2, errmsg, n);
+  if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1, errmsg, n);
+  if (rc != DEXA_OK) return rc == DEXA_E_ALREADY_EXISTS ? DEXA_E_CORRUPT : rc;
+  char sql[128];
+  snprintf(sql, sizeof sql,
+           "INSERT INTO dexa_meta(key, value) VALUES('schema_version', '%d')"
+           " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+           SCHEMA_VERSION);
+  return exec(db, sql, errmsg, n);
+}
+
+int dexa__sq_schema_ensure(sqlite3 *db, char *errmsg, size_t n) {
+  /* Another process may be creating or migrating the same file: the
+   * write lock serializes us, and the version is read again under it. */
+  int rc = exec(db, "BEGIN IMMEDIATE", errmsg, n);
+  int version = 0;
+  if (rc == DEXA_OK) rc = read_version(db, &version);
+  if (rc == DEXA_OK) rc = upgrade(db, version, errmsg, n);
+  if (rc == DEXA_OK) rc = exec(db, "COMMIT", errmsg, n);
+  if (rc != DEXA_OK && !sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
+}

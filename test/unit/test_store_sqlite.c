@@ -1,0 +1,287 @@
+/* The SQLite store's layout: attributes, channel messages and events in one
+ * table keep their own orders; a version 1 file (separate tables) is
+ * migrated on open with nothing lost; a newer version is refused. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dexagents/errors.h"
+#include "store/store.h"
+#include "testing.h"
+
+static char path[512];
+
+static void fresh_path(const char *name) {
+  const char *dir = getenv("TMPDIR");
+  snprintf(path, sizeof path, "%s/dexa-store-%s-%ld.db", dir && *dir ? dir : "/tmp", name,
+           (long)getpid());
+  char extra[600];
+  unlink(path);
+  snprintf(extra, sizeof extra, "%s-wal", path);
+  unlink(extra);
+  snprintf(extra, sizeof extra, "%s-shm", path);
+  unlink(extra);
+}
+
+static dexa__store *open_store(int *rc, char *err, size_t n) {
+  dexa__store *s = NULL;
+  dexa__store_config cfg = {path, "normal"};
+  *rc = dexa__store_open(&s, &cfg, err, n);
+  return s;
+}
+
+/* ---- visitors ----------------------------------------------------------------- */
+
+typedef struct seen {
+  char text[1024];
+  int count;
+} seen;
+
+static int see_value(void *ctx, int64_t seq, const char *json, size_t len) {
+  seen *s = ctx;
+  size_t used = strlen(s->text);
+  snprintf(s->text + used, sizeof s->text - used, "%s%lld:%.*s", s->count ? "," : "",
+           (long long)seq, (int)len, json);
+  s->count++;
+  return DEXA_OK;
+}
+
+static int see_attr(void *ctx, const char *key, size_t klen, const char *val, size_t vlen) {
+  seen *s = ctx;
+  size_t used = strlen(s->text);
+  snprintf(s->text + used, sizeof s->text - used, "%s%.*s=%.*s", s->count ? "," : "", (int)klen,
+           key, (int)vlen, val);
+  s->count++;
+  return 0;
+}
+
+static int64_t count_rows(const char *sql) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  int64_t n = -1;
+  if (sqlite3_open(path, &db) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
+}
+
+/* ---- one table, three orders -------------------------------------------------- */
+
+static void test_events_read_in_order_after_a_position_and_trim(void) {
+  fresh_path("events");
+  int rc;
+  char err[256] = "";
+  dexa__store *s = open_store(&rc, err, sizeof err);
+  CHECK_EQ_INT(rc, DEXA_OK);
+  if (!s) return;
+  dexa__store_conn *c = NULL;
+  CHECK_EQ_INT(s->ops->conn_open(s, &c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "s1", "F", 1, "{}", 2), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "s2", "F", 2, "{}", 2), DEXA_OK);
+  char json[32];
+  for (int i = 1; i <= 5; i++) {
+    int n = snprintf(json, sizeof json, "{\"e\":%d}", i);
+    CHECK_EQ_INT(c->ops->event_append(c, "s1", i, json, (size_t)n), DEXA_OK);
+    CHECK_EQ_INT(c->ops->event_append(c, "s2", i, "{}", 2), DEXA_OK);
+  }
+  /* Attributes and a channel in the same session must not show up. */
+  CHECK_EQ_INT(c->ops->attr_put(c, "s1", "zz", 2, "1", 1), DEXA_OK);
+  CHECK_EQ_INT(c->ops->chan_push(c, "s1", "ch", 2, "\"m\"", 3), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+
+  seen all = {"", 0};
+  CHECK_EQ_INT(c->ops->event_read(c, "s1", 0, 100, see_value, &all), DEXA_OK);
+  CHECK_STR(all.text, "1:{\"e\":1},2:{\"e\":2},3:{\"e\":3},4:{\"e\":4},5:{\"e\":5}");
+  seen page = {"", 0};
+  CHECK_EQ_INT(c->ops->event_read(c, "s1", 2, 2, see_value, &page), DEXA_OK);
+  CHECK_STR(page.text, "3:{\"e\":3},4:{\"e\":4}");
+
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->event_trim(c, "s1", 3), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  seen kept = {"", 0};
+  CHECK_EQ_INT(c->ops->event_read(c, "s1", 0, 100, see_value, &kept), DEXA_OK);
+  CHECK_STR(kept.text, "4:{\"e\":4},5:{\"e\":5}");
+  seen other = {"", 0};
+  CHECK_EQ_INT(c->ops->event_read(c, "s2", 0, 100, see_value, &other), DEXA_OK);
+  CHECK_EQ_INT(other.count, 5);
+  c->ops->conn_close(c);
+  s->ops->close(s);
+}
+
+static void test_attributes_and_channels_keep_their_orders(void) {
+  fresh_path("attrs");
+  int rc;
+  char err[256] = "";
+  dexa__store *s = open_store(&rc, err, sizeof err);
+  CHECK_EQ_INT(rc, DEXA_OK);
+  if (!s) return;
+  dexa__store_conn *c = NULL;
+  CHECK_EQ_INT(s->ops->conn_open(s, &c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "s1", "F", 1, "{}", 2), DEXA_OK);
+  CHECK_EQ_INT(c->ops->attr_put(c, "s1", "b/2", 3, "two", 3), DEXA_OK);
+  CHECK_EQ_INT(c->ops->attr_put(c, "s1", "a", 1, "first", 5), DEXA_OK);
+  CHECK_EQ_INT(c->ops->attr_put(c, "s1", "b/1", 3, "one", 3), DEXA_OK);
+  CHECK_EQ_INT(c->ops->attr_put(c, "s1", "a", 1, "again", 5), DEXA_OK);
+  CHECK_EQ_INT(c->ops->event_append(c, "s1", 1, "{}", 2), DEXA_OK);
+  CHECK_EQ_INT(c->ops->chan_push(c, "s1", "q", 1, "1", 1), DEXA_OK);
+  CHECK_EQ_INT(c->ops->chan_push(c, "s1", "q", 1, "2", 1), DEXA_OK);
+  CHECK_EQ_INT(c->ops->chan_push(c, "s1", "r", 1, "x", 1), DEXA_OK);
+  CHECK_EQ_INT(c->ops->chan_push(c, "s1", "q", 1, "3", 1), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+
+  seen every = {"", 0};
+  CHECK_EQ_INT(c->ops->attr_scan(c, "s1", "", 0, see_attr, &every), DEXA_OK);
+  CHECK_STR(every.text, "a=again,b/1=one,b/2=two");
+  seen b = {"", 0};
+  CHECK_EQ_INT(c->ops->attr_scan(c, "s1", "b/", 2, see_attr, &b), DEXA_OK);
+  CHECK_STR(b.text, "b/1=one,b/2=two");
+
+  int64_t n = 0;
+  CHECK_EQ_INT(c->ops->chan_count(c, "s1", "q", 1, &n), DEXA_OK);
+  CHECK_EQ_INT(n, 3);
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  seen two = {"", 0};
+  CHECK_EQ_INT(c->ops->chan_take(c, "s1", "q", 1, 2, see_value, &two), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  CHECK_STR(two.text, "1:1,2:2");
+  CHECK_EQ_INT(c->ops->chan_count(c, "s1", "q", 1, &n), DEXA_OK);
+  CHECK_EQ_INT(n, 1);
+  CHECK_EQ_INT(c->ops->chan_count(c, "s1", "r", 1, &n), DEXA_OK);
+  CHECK_EQ_INT(n, 1);
+  c->ops->conn_close(c);
+  s->ops->close(s);
+}
+
+/* ---- versions ------------------------------------------------------------------- */
+
+/* The version 1 layout, as released files have it. */
+static const char v1_file[] =
+    "PRAGMA journal_mode=WAL;"
+    "CREATE TABLE sessions(session_id TEXT NOT NULL PRIMARY KEY, flow_type TEXT NOT NULL,"
+    " created_ms INTEGER NOT NULL, status INTEGER NOT NULL, event_seq INTEGER NOT NULL,"
+    " step_ord INTEGER NOT NULL, settings TEXT) WITHOUT ROWID;"
+    "CREATE INDEX sessions_created ON sessions(created_ms, session_id);"
+    "CREATE TABLE attrs(session_id TEXT NOT NULL, key BLOB NOT NULL, value TEXT NOT NULL,"
+    " PRIMARY KEY(session_id, key)) WITHOUT ROWID;"
+    "CREATE TABLE channel_msgs(session_id TEXT NOT NULL, channel BLOB NOT NULL,"
+    " seq INTEGER NOT NULL, value TEXT NOT NULL, PRIMARY KEY(session_id, channel, seq))"
+    " WITHOUT ROWID;"
+    "CREATE TABLE step_counters(session_id TEXT NOT NULL, step_type TEXT NOT NULL,"
+    " n INTEGER NOT NULL, PRIMARY KEY(session_id, step_type)) WITHOUT ROWID;"
+    "CREATE TABLE steps(session_id TEXT NOT NULL, exec_id TEXT NOT NULL,"
+    " step_type TEXT NOT NULL, ord INTEGER NOT NULL, state INTEGER NOT NULL,"
+    " method INTEGER NOT NULL, attempt INTEGER NOT NULL, cancelled INTEGER NOT NULL,"
+    " input TEXT, options TEXT, wait TEXT, conditions TEXT, recovery_error TEXT,"
+    " due_ms INTEGER, lease_owner TEXT, lease_until INTEGER NOT NULL,"
+    " started_ms INTEGER NOT NULL, PRIMARY KEY(session_id, exec_id)) WITHOUT ROWID;"
+    "CREATE INDEX steps_due ON steps(due_ms) WHERE due_ms IS NOT NULL;"
+    "CREATE TABLE events(session_id TEXT NOT NULL, seq INTEGER NOT NULL, json TEXT NOT NULL,"
+    " PRIMARY KEY(session_id, seq)) WITHOUT ROWID;"
+    "CREATE TABLE dexa_meta(key TEXT NOT NULL PRIMARY KEY, value TEXT) WITHOUT ROWID;"
+    "INSERT INTO dexa_meta VALUES('schema_version', '1');"
+    "INSERT INTO sessions VALUES('old', 'F', 5, 0, 2, 3, '{}');"
+    /* Version 1 bound keys and channel names as blobs. */
+    "INSERT INTO attrs VALUES('old', CAST('AgentTurn' AS BLOB), '{\"turn\":1}');"
+    "INSERT INTO attrs VALUES('old', CAST('AgentMessages/1' AS BLOB), '{\"seq\":1}');"
+    "INSERT INTO channel_msgs VALUES('old', CAST('UserMessageSignals' AS BLOB), 1, '\"hi\"');"
+    "INSERT INTO step_counters VALUES('old', 'RunModel', 3);"
+    "INSERT INTO steps VALUES('old', 'RunModel-3', 'RunModel', 3, 1, 2, 0, 0, 'null', NULL,"
+    " NULL, NULL, NULL, 0, NULL, 0, 0);"
+    "INSERT INTO events VALUES('old', 1, '{\"type\":\"a\"}');"
+    "INSERT INTO events VALUES('old', 2, '{\"type\":\"b\"}');";
+
+static int make_file(const char *sql) {
+  sqlite3 *db = NULL;
+  int r = sqlite3_open(path, &db);
+  if (r == SQLITE_OK) r = sqlite3_exec(db, sql, NULL, NULL, NULL);
+  sqlite3_close(db);
+  return r;
+}
+
+static void test_version_1_file_is_migrated_with_nothing_lost(void) {
+  fresh_path("v1");
+  CHECK_EQ_INT(make_file(v1_file), SQLITE_OK);
+  int rc;
+  char err[256] = "";
+  dexa__store *s = open_store(&rc, err, sizeof err);
+  CHECK_EQ_INT(rc, DEXA_OK);
+  if (!s) return;
+  dexa__store_conn *c = NULL;
+  CHECK_EQ_INT(s->ops->conn_open(s, &c), DEXA_OK);
+  seen attrs = {"", 0};
+  CHECK_EQ_INT(c->ops->attr_scan(c, "old", "", 0, see_attr, &attrs), DEXA_OK);
+  CHECK_STR(attrs.text, "AgentMessages/1={\"seq\":1},AgentTurn={\"turn\":1}");
+  seen events = {"", 0};
+  CHECK_EQ_INT(c->ops->event_read(c, "old", 0, 10, see_value, &events), DEXA_OK);
+  CHECK_STR(events.text, "1:{\"type\":\"a\"},2:{\"type\":\"b\"}");
+  int64_t n = 0;
+  CHECK_EQ_INT(c->ops->chan_count(c, "old", "UserMessageSignals", 18, &n), DEXA_OK);
+  CHECK_EQ_INT(n, 1);
+  dexa__step_row row;
+  CHECK_EQ_INT(c->ops->step_get(c, "old", "RunModel-3", &row), DEXA_OK);
+  dexa__step_row_free(&row);
+  /* The next event and execution continue the session's counters. */
+  int64_t seq = 0, ord = 0;
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_bump_events(c, "old", 1, &seq), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_next_ord(c, "old", &ord), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  CHECK_EQ_INT(seq, 3);
+  CHECK_EQ_INT(ord, 4);
+  c->ops->conn_close(c);
+  s->ops->close(s);
+  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 2);
+  CHECK_EQ_INT(count_rows("SELECT count(*) FROM sqlite_schema WHERE name IN"
+                          " ('attrs', 'events', 'channel_msgs', 'step_counters')"),
+               0);
+  /* Opening again leaves a current file as it is. */
+  s = open_store(&rc, err, sizeof err);
+  CHECK_EQ_INT(rc, DEXA_OK);
+  if (s) s->ops->close(s);
+  CHECK_EQ_INT(count_rows("SELECT count(*) FROM session_data"), 5);
+}
+
+static void test_newer_version_is_refused_and_left_alone(void) {
+  fresh_path("v99");
+  CHECK_EQ_INT(make_file("CREATE TABLE dexa_meta(key TEXT NOT NULL PRIMARY KEY, value TEXT)"
+                         " WITHOUT ROWID; INSERT INTO dexa_meta VALUES('schema_version', '99');"),
+               SQLITE_OK);
+  int rc;
+  char err[256] = "";
+  dexa__store *s = open_store(&rc, err, sizeof err);
+  CHECK_EQ_INT(rc, DEXA_E_UNSUPPORTED);
+  CHECK(s == NULL);
+  CHECK_CONTAINS(err, "schema version 99");
+  CHECK_EQ_INT(count_rows("SELECT count(*) FROM sqlite_schema"), 1);
+}
+
+static void test_a_file_that_is_not_a_database_is_refused(void) {
+  fresh_path("junk");
+  FILE *f = fopen(path, "wb");
+  if (f) {
+    for (int i = 0; i < 512; i++) fputs("not a database ", f);
+    fclose(f);
+  }
+  int rc;
+  char err[256] = "";
+  dexa__store *s = open_store(&rc, err, sizeof err);
+  CHECK(rc == DEXA_E_CORRUPT || rc == DEXA_E_IO);
+  CHECK(s == NULL);
+}
+
+int main(void) {
+  RUN(test_events_read_in_order_after_a_position_and_trim);
+  RUN(test_attributes_and_channels_keep_their_orders);
+  RUN(test_version_1_file_is_migrated_with_nothing_lost);
+  RUN(test_newer_version_is_refused_and_left_alone);
+  RUN(test_a_file_that_is_not_a_database_is_refused);
+  unlink(path);
+  TEST_MAIN_END();
+}
