@@ -42,9 +42,8 @@ static const char *const sql_text[SQ_COUNT] = {
                               " ORDER BY created_ms DESC, session_id DESC LIMIT ?1",
     [SQ_ATTR_GET] = "SELECT value FROM session_data WHERE session_id = ?1 AND kind = 0"
                     " AND key = ?2 AND seq = 0",
-    [SQ_ATTR_PUT] = "INSERT INTO session_data(session_id, kind, key, seq, value)"
-                    " VALUES(?1, 0, ?2, 0, ?3) ON CONFLICT(session_id, kind, key, seq)"
-                    " DO UPDATE SET value = excluded.value",
+    [SQ_ATTR_PUT] = "INSERT OR REPLACE INTO session_data(session_id, kind, key, seq, value)"
+                    " VALUES(?1, 0, ?2, 0, ?3)",
     [SQ_ATTR_DELETE] = "DELETE FROM session_data WHERE session_id = ?1 AND kind = 0 AND key = ?2"
                        " AND seq = 0",
     [SQ_ATTR_SCAN_RANGE] = "SELECT key, value FROM session_data WHERE session_id = ?1"
@@ -91,14 +90,12 @@ static const char *const sql_text[SQ_COUNT] = {
                       " AND exec_id = ?2 AND state = 3 AND lease_owner = ?3 AND attempt = ?4"
                       " AND cancelled = 0 AND lease_until > ?5",
     [SQ_STEP_BUSY] = "SELECT count(*) FROM steps WHERE session_id = ?1 AND state IN (1, 3)",
-    /* Events are stored under seq = -(event sequence): newest first (see
-     * sqlite_schema.c). */
     [SQ_EVENT_APPEND] = "INSERT INTO session_data(session_id, kind, key, seq, value)"
-                        " VALUES(?1, 2, x'', -?2, ?3)",
+                        " VALUES(?1, 2, x'', ?2, ?3)",
     [SQ_EVENT_TRIM] = "DELETE FROM session_data WHERE session_id = ?1 AND kind = 2"
-                      " AND key = x'' AND seq >= -?2",
-    [SQ_EVENT_READ] = "SELECT -seq, value FROM session_data WHERE session_id = ?1 AND kind = 2"
-                      " AND key = x'' AND seq < -?2 ORDER BY seq DESC LIMIT ?3",
+                      " AND key = x'' AND seq <= ?2",
+    [SQ_EVENT_READ] = "SELECT seq, value FROM session_data WHERE session_id = ?1 AND kind = 2"
+                      " AND key = x'' AND seq > ?2 ORDER BY seq LIMIT ?3",
 };
 
 int dexa__sq_err(int rc) {
