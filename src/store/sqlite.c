@@ -207,7 +207,7 @@ static int exec_while_busy(sqlite3 *db, const char *sql, char **err) {
   return r;
 }
 
-static int apply_pragmas(sq_conn *c, const sq_store *s) {
+static int apply_pragmas(sq_conn *c, sq_store *s) {
   const char *sync = s->synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
   sqlite3_busy_timeout(c->db, 10000);
   int r = exec_while_busy(c->db, "PRAGMA journal_mode=WAL", NULL);
@@ -217,6 +217,7 @@ static int apply_pragmas(sq_conn *c, const sq_store *s) {
    * a larger page cache per connection. */
   sqlite3_exec(c->db, "PRAGMA mmap_size=268435456", NULL, NULL, NULL);
   sqlite3_exec(c->db, "PRAGMA cache_size=-16384", NULL, NULL, NULL);
+  dexa__sq_checkpoint_hook(s, c->db);
   return DEXA_OK;
 }
 
@@ -259,6 +260,7 @@ static void remove_files(const char *path) {
 static void sq_close(dexa__store *base) {
   sq_store *s = (sq_store *)base;
   if (!s) return;
+  dexa__sq_checkpointer_free(s->checkpointer);
   if (s->temporary) remove_files(s->path);
   free(s->path);
   free(s);
@@ -293,7 +295,8 @@ int dexa__sqlite_open(dexa__store **out, const char *path, int temporary,
   s->temporary = temporary;
   s->synchronous_full = !(synchronous && strcmp(synchronous, "normal") == 0);
   s->path = strdup(path);
-  if (!s->path) {
+  if (!s->path || dexa__sq_checkpointer_new(&s->checkpointer) != DEXA_OK) {
+    free(s->path);
     free(s);
     return DEXA_E_NOMEM;
   }

@@ -58,11 +58,15 @@ typedef struct sq_conn {
   size_t valcap;
 } sq_conn;
 
+/* The store's background WAL checkpoints (sqlite_checkpoint.c). */
+typedef struct sq_checkpointer sq_checkpointer;
+
 typedef struct sq_store {
   dexa__store base;
   char *path;
   int temporary; /* remove the files at close */
   int synchronous_full;
+  sq_checkpointer *checkpointer;
 } sq_store;
 
 extern const dexa__store_ops dexa__sqlite_ops;
@@ -73,6 +77,11 @@ sqlite3_stmt *dexa__sq_stmt(sq_conn *c, sq_stmt_id id, int *rc);
 /* Creates the schema of a new file or upgrades an older one, in one write
  * transaction (sqlite_schema.c). DEXA_E_BUSY: try again. */
 int dexa__sq_schema_ensure(sqlite3 *db, char *errmsg, size_t n);
+/* Checkpoints the WAL on a thread of the store instead of inside commits:
+ * new/free own the thread, the hook goes on every connection. */
+int dexa__sq_checkpointer_new(sq_checkpointer **out);
+void dexa__sq_checkpointer_free(sq_checkpointer *k);
+void dexa__sq_checkpoint_hook(sq_store *s, sqlite3 *db);
 /* Maps a SQLite result code to DEXA_OK / DEXA_E_*. */
 int dexa__sq_err(int rc);
 /* Steps a statement that returns no row; resets it. */

@@ -159,6 +159,56 @@ static void test_attributes_and_channels_keep_their_orders(void) {
   s->ops->close(s);
 }
 
+/* ---- checkpoints ---------------------------------------------------------------- */
+
+static long file_size(const char *suffix) {
+  char p[600];
+  snprintf(p, sizeof p, "%s%s", path, suffix);
+  FILE *f = fopen(p, "rb");
+  if (!f) return -1;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fclose(f);
+  return n;
+}
+
+/* About 12 MB of commits, three times the checkpoint threshold: the store's
+ * thread copies the WAL into the database and the WAL starts over, so it
+ * never holds everything; every row is still there. */
+static void test_wal_is_checkpointed_off_the_commit_path(void) {
+  fresh_path("ckpt");
+  int rc;
+  char err[256] = "";
+  dexa__store *s = open_store(&rc, err, sizeof err);
+  CHECK_EQ_INT(rc, DEXA_OK);
+  if (!s) return;
+  dexa__store_conn *c = NULL;
+  CHECK_EQ_INT(s->ops->conn_open(s, &c), DEXA_OK);
+  static char value[8000];
+  memset(value, 'v', sizeof value);
+  char key[32];
+  long wal_max = 0;
+  for (int i = 0; i < 1500 && rc == DEXA_OK; i++) {
+    rc = c->ops->begin_write(c);
+    if (rc == DEXA_OK && i == 0) rc = c->ops->session_insert(c, "s1", "F", 1, "{}", 2);
+    int n = snprintf(key, sizeof key, "k/%06d", i);
+    if (rc == DEXA_OK) rc = c->ops->attr_put(c, "s1", key, (size_t)n, value, sizeof value);
+    if (rc == DEXA_OK) rc = c->ops->commit(c);
+    long w = file_size("-wal");
+    if (w > wal_max) wal_max = w;
+    if (i % 100 == 0) usleep(20000); /* give the thread a moment, as real load would */
+  }
+  CHECK_EQ_INT(rc, DEXA_OK);
+  c->ops->conn_close(c);
+  s->ops->close(s);
+  int64_t rows = count_rows("SELECT count(*) FROM session_data WHERE kind = 0");
+  CHECK_EQ_INT(rows, 1500);
+  /* 1500 commits of 8 KB values are over 12 MB of frames. */
+  CHECK(wal_max > 0);
+  CHECK(wal_max < 9L * 1024 * 1024);
+  CHECK(file_size("") > 10L * 1024 * 1024);
+}
+
 /* ---- versions ------------------------------------------------------------------- */
 
 /* The version 1 layout, as released files have it. */
@@ -279,6 +329,7 @@ static void test_a_file_that_is_not_a_database_is_refused(void) {
 int main(void) {
   RUN(test_events_read_in_order_after_a_position_and_trim);
   RUN(test_attributes_and_channels_keep_their_orders);
+  RUN(test_wal_is_checkpointed_off_the_commit_path);
   RUN(test_version_1_file_is_migrated_with_nothing_lost);
   RUN(test_newer_version_is_refused_and_left_alone);
   RUN(test_a_file_that_is_not_a_database_is_refused);
