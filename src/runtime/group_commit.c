@@ -1,18 +1,36 @@
-/* Group commit: the thread that finds no batch running becomes the leader,
- * takes every queued operation, runs each in its own savepoint of ONE write
- * transaction and commits once; each synchronous submitter returns only
- * after that commit, so nothing is acknowledged before it is durable. With
- * synchronous=FULL this turns N fsyncs into one.
+/* Group commit in two stages, on two threads of the runtime.
  *
- * Workers hand in Step completions asynchronously (dexa__gc_submit) while a
- * batch is being written: the completion joins the next batch and the
- * worker goes on with its next claimed Step. A leader keeps writing batches
- * while only asynchronous operations remain queued, so none is stranded. */
+ * The writer takes every queued operation, runs each in its own savepoint
+ * of ONE write transaction and commits once. With a store that syncs after
+ * commit (store.h: sync_after_commit, the SQLite store with
+ * synchronous=full) that COMMIT returns as soon as the batch is in the WAL
+ * and frees the write lock; the batch is then made durable, and only then
+ * are its operations acknowledged: a synchronous submitter returns, an
+ * asynchronous one's release runs, waiters hear of the commit. When more
+ * operations wait at that moment, the syncer thread makes the batch durable
+ * while the writer writes the next one, so SQL work overlaps the disk's
+ * (one fdatasync covers every batch committed before it); otherwise the
+ * writer syncs itself and what arrives meanwhile makes the next batch.
+ *
+ * Nothing is acknowledged before it is durable, with one exception a
+ * worker may take: its own claim of retryable Steps is acknowledged at
+ * commit (dexa__gc_run_claim). Committed data can be read before it is
+ * durable: an operating-system crash in that window loses it, a process
+ * crash never does (the WAL is in the page cache).
+ *
+ * Workers hand in Step completions asynchronously (dexa__gc_submit): the
+ * completion joins the next batch and the worker goes on with its next
+ * claimed Step. The threads start with the first operation and stop in
+ * dexa__gc_shutdown after acknowledging everything queued. */
 #include <stdlib.h>
 
 #include "runtime/runtime_internal.h"
 
 #define GC_MAX_BATCH 64
+/* Ops queued at commit that make the writer hand the sync to the syncer
+ * and write them meanwhile; with fewer it syncs itself (measured on W1 and
+ * W2, test/bench: fewer hand-offs keep a chain of single ops fast). */
+#define PIPELINE_MIN_QUEUED 4
 
 static int run_one(dexa_runtime *rt, dexa__store_conn *c, dexa__op *op) {
   const dexa__store_ops *ops = c->ops;
@@ -48,37 +66,41 @@ static void run_batch(dexa_runtime *rt, dexa__op *batch) {
   }
 }
 
+static void append(dexa__op **head, dexa__op **tail, dexa__op *ops) {
+  if (!ops) return;
+  if (*tail)
+    (*tail)->next = ops;
+  else
+    *head = ops;
+  dexa__op *t = ops;
+  while (t->next) t = t->next;
+  *tail = t;
+}
+
 static dexa__op *take_batch(dexa_runtime *rt) {
   dexa__op *head = rt->gc_head, *tail = head;
   int n = 1;
-  while (tail->next && n < GC_MAX_BATCH) {
-    tail = tail->next;
-    n++;
-  }
+  for (; tail->next && n < GC_MAX_BATCH; n++) tail = tail->next;
+  rt->gc_queued -= n;
   rt->gc_head = tail->next;
   if (!rt->gc_head) rt->gc_tail = NULL;
   tail->next = NULL;
   return head;
 }
 
-static void append(dexa_runtime *rt, dexa__op *op) {
-  if (rt->gc_tail)
-    rt->gc_tail->next = op;
-  else
-    rt->gc_head = op;
-  rt->gc_tail = op;
+static void fail_unsynced(dexa__op *ops, int rc) {
+  /* Committed but not known to be on disk: the submitter must count on
+   * neither its effects nor their absence. */
+  for (dexa__op *o = ops; rc != DEXA_OK && o; o = o->next)
+    if (o->rc == DEXA_OK) o->rc = rc;
 }
 
-/* Called with gc_mu held by the leader: writes one batch, then marks the
- * synchronous ops done and releases the asynchronous ones. */
-static void lead_one_batch(dexa_runtime *rt) {
-  dexa__op *batch = take_batch(rt);
-  pthread_mutex_unlock(&rt->gc_mu);
-  run_batch(rt, batch);
+/* Acknowledges durable ops (gc_mu held on entry and exit): marks the
+ * synchronous ones done and releases the asynchronous ones. */
+static void acknowledge(dexa_runtime *rt, dexa__op *ops) {
   dexa__op *async = NULL;
-  pthread_mutex_lock(&rt->gc_mu);
   /* op->next is the batch link; read it before done frees the op. */
-  for (dexa__op *o = batch, *next; o; o = next) {
+  for (dexa__op *o = ops, *next; o; o = next) {
     next = o->next;
     if (o->release) {
       o->next = async;
@@ -98,32 +120,124 @@ static void lead_one_batch(dexa_runtime *rt) {
   pthread_mutex_lock(&rt->gc_mu);
 }
 
-/* Leads batches while own (if any) is not done, and afterwards while only
- * asynchronous ops are queued (a waiting submitter takes over otherwise). */
-static void lead(dexa_runtime *rt, const dexa__op *own) {
-  rt->gc_leader = 1;
-  while (rt->gc_head && ((own && !own->done) || rt->gc_waiters == 0)) lead_one_batch(rt);
-  rt->gc_leader = 0;
-  pthread_cond_broadcast(&rt->gc_cv);
+/* Acknowledges the ops of a committed batch that need not wait for
+ * durability and returns the others (gc_mu held). */
+static dexa__op *acknowledge_committed(dexa_runtime *rt, dexa__op *batch) {
+  dexa__op *rest = NULL, **link = &rest;
+  int any = 0;
+  for (dexa__op *o = batch, *next; o; o = next) {
+    next = o->next;
+    o->next = NULL;
+    if (!o->release && o->need_durable && !*o->need_durable) {
+      o->done = 1;
+      any = 1;
+    } else {
+      *link = o;
+      link = &o->next;
+    }
+  }
+  if (any) pthread_cond_broadcast(&rt->gc_cv);
+  return rest;
+}
+
+/* Makes every commit so far durable, then acknowledges ops (gc_mu held on
+ * entry and exit; released meanwhile). */
+static void sync_and_acknowledge(dexa_runtime *rt, dexa__op *ops) {
+  rt->gc_syncing = 1;
+  pthread_mutex_unlock(&rt->gc_mu);
+  int rc = rt->store->ops->sync(rt->store);
+  pthread_mutex_lock(&rt->gc_mu);
+  rt->gc_syncing = 0;
+  fail_unsynced(ops, rc);
+  acknowledge(rt, ops);
+}
+
+static void *syncer_main(void *arg) {
+  dexa_runtime *rt = arg;
+  pthread_mutex_lock(&rt->gc_mu);
+  for (;;) {
+    while (!rt->gc_unsynced_batches && !rt->gc_stop) pthread_cond_wait(&rt->gc_sync_cv, &rt->gc_mu);
+    if (!rt->gc_unsynced_batches && !rt->gc_writer_running) break;
+    if (!rt->gc_unsynced_batches) {
+      pthread_cond_wait(&rt->gc_sync_cv, &rt->gc_mu);
+      continue;
+    }
+    /* Every batch committed so far, and their ops still to acknowledge
+     * (the ones acknowledged at commit are gone from the list). */
+    dexa__op *ops = rt->gc_unsynced;
+    rt->gc_unsynced = rt->gc_unsynced_tail = NULL;
+    rt->gc_unsynced_batches = 0;
+    sync_and_acknowledge(rt, ops);
+  }
+  pthread_mutex_unlock(&rt->gc_mu);
+  return NULL;
+}
+
+static void *writer_main(void *arg) {
+  dexa_runtime *rt = arg;
+  int sync_after = rt->store->sync_after_commit;
+  pthread_mutex_lock(&rt->gc_mu);
+  for (;;) {
+    while (!rt->gc_head && !rt->gc_stop) pthread_cond_wait(&rt->gc_work_cv, &rt->gc_mu);
+    if (!rt->gc_head) break; /* stopping and nothing left */
+    dexa__op *batch = take_batch(rt);
+    pthread_mutex_unlock(&rt->gc_mu);
+    run_batch(rt, batch);
+    dexa__mark_committed(rt);
+    pthread_mutex_lock(&rt->gc_mu);
+    if (!sync_after) {
+      acknowledge(rt, batch);
+    } else if (rt->gc_queued < PIPELINE_MIN_QUEUED && !rt->gc_syncing && !rt->gc_unsynced_batches) {
+      /* Little to write meanwhile: sync here rather than pay the hand-off
+       * (a chain of one op after another is faster so); what arrives in
+       * the meantime makes the next batch. */
+      batch = acknowledge_committed(rt, batch);
+      sync_and_acknowledge(rt, batch);
+    } else {
+      append(&rt->gc_unsynced, &rt->gc_unsynced_tail, acknowledge_committed(rt, batch));
+      rt->gc_unsynced_batches++;
+      pthread_cond_signal(&rt->gc_sync_cv);
+    }
+  }
+  rt->gc_writer_running = 0;
+  pthread_cond_signal(&rt->gc_sync_cv);
+  pthread_mutex_unlock(&rt->gc_mu);
+  return NULL;
+}
+
+/* Starts the threads on first use (gc_mu held). */
+static int ensure_threads(dexa_runtime *rt) {
+  if (rt->gc_writer_running) return DEXA_OK;
+  if (rt->gc_stop) return DEXA_E_BAD_STATE;
+  if (rt->store->sync_after_commit && !rt->gc_syncer_started) {
+    if (pthread_create(&rt->gc_syncer, NULL, syncer_main, rt) != 0) return DEXA_E_NOMEM;
+    rt->gc_syncer_started = 1;
+  }
+  if (pthread_create(&rt->gc_writer, NULL, writer_main, rt) != 0) return DEXA_E_NOMEM;
+  rt->gc_writer_running = rt->gc_writer_started = 1;
+  return DEXA_OK;
+}
+
+static int enqueue(dexa_runtime *rt, dexa__op *op) {
+  int rc = ensure_threads(rt);
+  if (rc != DEXA_OK) return rc;
+  append(&rt->gc_head, &rt->gc_tail, op);
+  rt->gc_queued++;
+  pthread_cond_signal(&rt->gc_work_cv);
+  return DEXA_OK;
 }
 
 int dexa__gc_run(dexa_runtime *rt, dexa__op_fn fn, void *arg) {
-  dexa__op op = {fn, arg, DEXA_OK, 0, NULL, NULL};
+  return dexa__gc_run_claim(rt, fn, arg, NULL);
+}
+
+int dexa__gc_run_claim(dexa_runtime *rt, dexa__op_fn fn, void *arg, const int *need_durable) {
+  dexa__op op = {fn, arg, DEXA_OK, 0, need_durable, NULL, NULL};
   pthread_mutex_lock(&rt->gc_mu);
-  append(rt, &op);
-  rt->gc_waiters++;
-  while (!op.done) {
-    if (rt->gc_leader) {
-      pthread_cond_wait(&rt->gc_cv, &rt->gc_mu);
-      continue;
-    }
-    rt->gc_waiters--;
-    lead(rt, &op);
-    rt->gc_waiters++;
-  }
-  rt->gc_waiters--;
+  int rc = enqueue(rt, &op);
+  while (rc == DEXA_OK && !op.done) pthread_cond_wait(&rt->gc_cv, &rt->gc_mu);
   pthread_mutex_unlock(&rt->gc_mu);
-  return op.rc;
+  return rc == DEXA_OK ? op.rc : rc;
 }
 
 int dexa__gc_submit(dexa_runtime *rt, dexa__op_fn fn, void *arg,
@@ -134,10 +248,20 @@ int dexa__gc_submit(dexa_runtime *rt, dexa__op_fn fn, void *arg,
   op->arg = arg;
   op->release = release;
   pthread_mutex_lock(&rt->gc_mu);
-  append(rt, op);
-  /* A leader at work (or a waiter about to lead) writes it with the next
-   * batch; otherwise this thread writes it now. */
-  if (!rt->gc_leader && rt->gc_waiters == 0) lead(rt, NULL);
+  int rc = enqueue(rt, op);
   pthread_mutex_unlock(&rt->gc_mu);
-  return DEXA_OK;
+  if (rc != DEXA_OK) free(op);
+  return rc;
+}
+
+void dexa__gc_shutdown(dexa_runtime *rt) {
+  pthread_mutex_lock(&rt->gc_mu);
+  rt->gc_stop = 1;
+  pthread_cond_broadcast(&rt->gc_work_cv);
+  pthread_cond_broadcast(&rt->gc_sync_cv);
+  pthread_mutex_unlock(&rt->gc_mu);
+  /* Each drains its stage before it returns. */
+  if (rt->gc_writer_started) pthread_join(rt->gc_writer, NULL);
+  if (rt->gc_syncer_started) pthread_join(rt->gc_syncer, NULL);
+  rt->gc_writer_started = rt->gc_syncer_started = 0;
 }

@@ -86,13 +86,23 @@ void dexa__wait_session_change(dexa_runtime *rt, pthread_cond_t *cv, const char 
   pthread_mutex_unlock(&rt->mu);
 }
 
+void dexa__mark_committed(dexa_runtime *rt) {
+  pthread_mutex_lock(&rt->mu);
+  for (size_t b = 0; b < DEXA__SESSION_BUCKETS; b++)
+    if (rt->batch_touched[b]) {
+      rt->batch_touched[b] = 0;
+      rt->committed_touched[b] = 1;
+    }
+  pthread_mutex_unlock(&rt->mu);
+}
+
 void dexa__notify_commit(dexa_runtime *rt) {
   pthread_mutex_lock(&rt->mu);
   rt->work_gen++;
   rt->event_gen++;
   for (size_t b = 0; b < DEXA__SESSION_BUCKETS; b++)
-    if (rt->batch_touched[b]) {
-      rt->batch_touched[b] = 0;
+    if (rt->committed_touched[b]) {
+      rt->committed_touched[b] = 0;
       rt->session_gen[b]++;
     }
   pthread_cond_broadcast(&rt->work_cv);
@@ -118,7 +128,8 @@ static int init_sync(dexa_runtime *rt) {
   int bad = pthread_mutex_init(&rt->mu, NULL) | pthread_mutex_init(&rt->gc_mu, NULL) |
             pthread_mutex_init(&rt->pool_mu, NULL) | pthread_mutex_init(&rt->ring_mu, NULL) |
             pthread_cond_init(&rt->work_cv, &ca) | pthread_cond_init(&rt->event_cv, &ca) |
-            pthread_cond_init(&rt->hb_cv, &ca) | pthread_cond_init(&rt->gc_cv, &ca);
+            pthread_cond_init(&rt->hb_cv, &ca) | pthread_cond_init(&rt->gc_cv, &ca) |
+            pthread_cond_init(&rt->gc_sync_cv, &ca) | pthread_cond_init(&rt->gc_work_cv, &ca);
   pthread_condattr_destroy(&ca);
   return bad ? DEXA_E_NOMEM : DEXA_OK;
 }
@@ -211,6 +222,7 @@ DEXA_EXTERN void dexa_runtime_free(dexa_runtime *rt) {
   for (dexa_task *t; (t = dexa__claimed_pop(rt));) dexa_task_abandon(rt, t);
   free(rt->claimed);
   dexa__heartbeat_stop(rt);
+  dexa__gc_shutdown(rt);
   /* Tasks still claimed are resumed by the next process after their lease. */
   while (rt->inflight) {
     dexa_task *t = rt->inflight;
@@ -231,5 +243,7 @@ DEXA_EXTERN void dexa_runtime_free(dexa_runtime *rt) {
   pthread_cond_destroy(&rt->event_cv);
   pthread_cond_destroy(&rt->hb_cv);
   pthread_cond_destroy(&rt->gc_cv);
+  pthread_cond_destroy(&rt->gc_sync_cv);
+  pthread_cond_destroy(&rt->gc_work_cv);
   free(rt);
 }

@@ -123,7 +123,12 @@ typedef struct dexa__op {
   dexa__op_fn fn;
   void *arg;
   int rc;
-  int done;
+  int done; /* acknowledged: committed and durable (or see need_durable) */
+  /* NULL, or read after the commit: 0 acknowledges the op as soon as it is
+   * committed, before it is durable (a worker's own claims of retryable
+   * Steps: losing one to an operating-system crash only runs the Step
+   * again, which at-least-once allows). */
+  const int *need_durable;
   /* Async ops (dexa__gc_submit) are heap-allocated; after their batch the
    * leader calls release(arg, rc) and frees the op. */
   void (*release)(dexa_runtime *rt, void *arg, int rc);
@@ -134,6 +139,9 @@ typedef struct dexa__op {
  * once that transaction is durable (or failed): fn's return, or the commit's
  * error. fn's changes are rolled back when it returns an error. */
 int dexa__gc_run(dexa_runtime *rt, dexa__op_fn fn, void *arg);
+/* dexa__gc_run for a worker's own claims: returns at commit when
+ * *need_durable is 0 after fn ran (see dexa__op.need_durable). */
+int dexa__gc_run_claim(dexa_runtime *rt, dexa__op_fn fn, void *arg, const int *need_durable);
 
 /* Queues fn(arg) for the next batch without waiting for its commit when a
  * batch is already being written (it joins the next one); otherwise runs it
@@ -141,6 +149,10 @@ int dexa__gc_run(dexa_runtime *rt, dexa__op_fn fn, void *arg);
  * way, and owns arg. Returns DEXA_OK or DEXA_E_NOMEM (release not called). */
 int dexa__gc_submit(dexa_runtime *rt, dexa__op_fn fn, void *arg,
                     void (*release)(dexa_runtime *rt, void *arg, int rc));
+
+/* Acknowledges every committed op and stops the group-commit threads; once
+ * no op can be submitted any more (dexa_runtime_free). */
+void dexa__gc_shutdown(dexa_runtime *rt);
 
 /* ---- tasks ---------------------------------------------------------------- */
 struct dexa_task {
@@ -189,8 +201,12 @@ struct dexa_runtime {
    * session of the bucket, and by its live deltas, so a waiter for one
    * session queries the store only when that session may have changed. */
   uint64_t session_gen[DEXA__SESSION_BUCKETS];
-  /* Leader only: the buckets the batch being written touched. */
+  /* Writer only: the buckets the batch being written touched. */
   uint8_t batch_touched[DEXA__SESSION_BUCKETS];
+  /* The buckets of batches committed since the last notification (rt->mu):
+   * a batch written while an earlier one syncs is announced only once it
+   * is committed, never by the earlier batch's notification before. */
+  uint8_t committed_touched[DEXA__SESSION_BUCKETS];
   int stopping; /* worker threads should return */
   int closing;  /* the heartbeat should return */
   dexa_task *inflight;
@@ -203,12 +219,19 @@ struct dexa_runtime {
   int32_t worker_count;
   char errmsg[512];
 
-  /* group commit */
+  /* group commit (group_commit.c): queued ops, the writer thread, and the
+   * committed batches the syncer thread makes durable, then acknowledges */
   pthread_mutex_t gc_mu;
-  pthread_cond_t gc_cv;
+  pthread_cond_t gc_cv;      /* an op was acknowledged */
+  pthread_cond_t gc_work_cv; /* for the writer: an op was queued */
+  pthread_cond_t gc_sync_cv; /* for the syncer: a batch was committed */
   dexa__op *gc_head, *gc_tail;
-  int gc_leader;
-  int gc_waiters; /* synchronous submitters waiting for their commit */
+  int gc_queued;
+  dexa__op *gc_unsynced, *gc_unsynced_tail;
+  int gc_unsynced_batches; /* committed, not yet taken by the syncer */
+  int gc_syncing;          /* a sync is under way (writer or syncer) */
+  pthread_t gc_writer, gc_syncer;
+  int gc_writer_started, gc_writer_running, gc_syncer_started, gc_stop;
 
   /* reader pool */
   pthread_mutex_t pool_mu;
@@ -230,10 +253,13 @@ int64_t dexa__mono_ms(void);
 void dexa__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t mono_ms);
 void dexa__set_errmsg(dexa_runtime *rt, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Called after every committed batch: wakes pollers and event readers. */
+/* The writer, after each batch: its touched sessions become committed. */
+void dexa__mark_committed(dexa_runtime *rt);
+/* Called once committed batches are durable: wakes pollers and event
+ * readers of the sessions they touched. */
 void dexa__notify_commit(dexa_runtime *rt);
 
-/* Notes, inside a batch (leader only), that the batch changes session sid;
+/* Notes, inside a batch (writer only), that the batch changes session sid;
  * dexa__notify_commit then bumps its generation. */
 void dexa__touch_session(dexa_runtime *rt, const char *sid);
 /* The generation of sid's bucket (takes rt->mu). */
@@ -257,6 +283,8 @@ typedef struct dexa__claim {
   dexa__taskq *more; /* optional: further claims go here, up to `want` in all */
   int want;
   int stop;          /* a single-attempt Step ends a batch claim before it */
+  int single;        /* out: a single-attempt Step was claimed; its lease must
+                        be durable before it runs */
 } dexa__claim;
 
 /* Group-commit op: housekeeping of due rows (timers, expired leases), runs

@@ -123,6 +123,7 @@ int dexa__run_inline(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
 static int claim_row(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
                      dexa__claim *cl, const dexa__step_opts *o) {
   int64_t now = cl->now;
+  if (o->max_attempts == 1) cl->single = 1;
   row->attempt++;
   row->state = DEXA__STEP_RUNNING;
   row->started_ms = now;

@@ -176,13 +176,18 @@ static void adopt_claim(dexa_runtime *rt, dexa__claim *cl, dexa_task **next) {
   pthread_mutex_unlock(&rt->mu);
 }
 
+/* A worker (for_worker) goes on once the completion and its next claim are
+ * committed, unless it claimed a single-attempt Step; a host hears of its
+ * completion only once it is durable. */
 static int finish_with_claim(dexa_runtime *rt, dexa_task *task, const dexa_result *res,
-                             int rc_dispatch, dexa_task **next, dexa__taskq *more) {
+                             int rc_dispatch, dexa_task **next, dexa__taskq *more,
+                             int for_worker) {
   finish_claim_arg a = {{task, res, attempt_code(res, rc_dispatch), DEXA_OK},
-                        {NULL, 0, 0, more, DEXA__CLAIM_BATCH, 0}, next != NULL};
+                        {NULL, 0, 0, more, DEXA__CLAIM_BATCH, 0, 0}, next != NULL};
   if (next) *next = NULL;
   dexa__inflight_remove(rt, task);
-  int rc = dexa__gc_run(rt, finish_claim_op, &a);
+  int rc = for_worker ? dexa__gc_run_claim(rt, finish_claim_op, &a, &a.claim.single)
+                      : dexa__gc_run(rt, finish_claim_op, &a);
   if (rc == DEXA_OK) rc = a.finish.outcome;
   finish_note(rt, task, rc);
   dexa__task_free(task);
@@ -195,7 +200,7 @@ static int finish_with_claim(dexa_runtime *rt, dexa_task *task, const dexa_resul
 
 int dexa__task_finish_next(dexa_runtime *rt, dexa_task *task, const dexa_result *res,
                            int rc_dispatch, dexa_task **next) {
-  return finish_with_claim(rt, task, res, rc_dispatch, next, NULL);
+  return finish_with_claim(rt, task, res, rc_dispatch, next, NULL, 0);
 }
 
 /* An asynchronous completion: owns its task and result until released. */
@@ -263,7 +268,7 @@ int dexa__task_run_worker(dexa_runtime *rt, dexa_task *t, int stopping, dexa_tas
     return rc;
   }
   dexa__taskq more = {{NULL}, 0};
-  rc = finish_with_claim(rt, t, res, rc, next, &more);
+  rc = finish_with_claim(rt, t, res, rc, next, &more, 1);
   dexa_result_free(res);
   return rc;
 }
@@ -286,10 +291,14 @@ DEXA_EXTERN void dexa_task_abandon(dexa_runtime *rt, dexa_task *task) {
   dexa__task_free(task);
 }
 
-/* Claims ready work: one task, or up to DEXA__CLAIM_BATCH with q. */
-static int claim_into(dexa_runtime *rt, dexa_task **task, dexa__taskq *q, int32_t *ran) {
-  dexa__claim cl = {NULL, 0, 0, q, q ? DEXA__CLAIM_BATCH : 1, 0};
-  int rc = dexa__gc_run(rt, dexa__claim_op, &cl);
+/* Claims ready work: one task, or up to DEXA__CLAIM_BATCH with q. A worker
+ * starts a retryable Step once its claim is committed (see
+ * dexa__gc_run_claim); the host's poll returns durable claims only. */
+static int claim_into(dexa_runtime *rt, dexa_task **task, dexa__taskq *q, int32_t *ran,
+                      int for_worker) {
+  dexa__claim cl = {NULL, 0, 0, q, q ? DEXA__CLAIM_BATCH : 1, 0, 0};
+  int rc = for_worker ? dexa__gc_run_claim(rt, dexa__claim_op, &cl, &cl.single)
+                      : dexa__gc_run(rt, dexa__claim_op, &cl);
   *task = NULL;
   *ran = cl.ran;
   if (rc != DEXA_OK) {
@@ -301,7 +310,7 @@ static int claim_into(dexa_runtime *rt, dexa_task **task, dexa__taskq *q, int32_
 }
 
 int dexa__claim_once(dexa_runtime *rt, dexa_task **task, int32_t *ran) {
-  return claim_into(rt, task, NULL, ran);
+  return claim_into(rt, task, NULL, ran, 0);
 }
 
 /* Something due now? A cheap read, so idle pollers never take the write lock. */
@@ -343,7 +352,7 @@ static int poll_into(dexa_runtime *rt, dexa_task **out, dexa__taskq *q, int64_t 
     int64_t next_due;
     if (due_now(rt, &next_due)) {
       int32_t ran = 0;
-      int rc = claim_into(rt, out, q, &ran);
+      int rc = claim_into(rt, out, q, &ran, for_worker);
       if (rc != DEXA_OK) return rc;
       if (*out) return DEXA_OK;
       if (ran) continue;

@@ -3,9 +3,12 @@
  * sqlite_steps.c. WAL mode so readers never block the writer. */
 #include "store/sqlite_internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dexagents/errors.h"
@@ -208,7 +211,10 @@ static int exec_while_busy(sqlite3 *db, const char *sql, char **err) {
 }
 
 static int apply_pragmas(sq_conn *c, sq_store *s) {
-  const char *sync = s->synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
+  /* Durable stores commit with NORMAL too (no fsync inside COMMIT, which
+   * holds the write lock) and make commits durable with sq_sync before
+   * anyone hears of them (store.h: sync_after_commit). */
+  const char *sync = "PRAGMA synchronous=NORMAL";
   sqlite3_busy_timeout(c->db, 10000);
   int r = exec_while_busy(c->db, "PRAGMA journal_mode=WAL", NULL);
   if (r != SQLITE_OK) return dexa__sq_err(r);
@@ -248,6 +254,50 @@ static void sq_conn_close(dexa__store_conn *base) {
   free(c);
 }
 
+/* Keeps s->wal_fd on the current WAL file: SQLite deletes the WAL when the
+ * last connection closes (after a checkpoint synced everything into the
+ * database) and creates a new one later. A new WAL's directory entry is
+ * synced once, so the file itself survives a power loss. */
+static int track_wal(sq_store *s, const char *wal) {
+  struct stat now, have;
+  if (stat(wal, &now) != 0) {
+    if (s->wal_fd >= 0) close(s->wal_fd);
+    s->wal_fd = -1;
+    return errno == ENOENT ? DEXA_OK : DEXA_E_IO;
+  }
+  if (s->wal_fd >= 0 && fstat(s->wal_fd, &have) == 0 && have.st_ino == now.st_ino &&
+      have.st_dev == now.st_dev)
+    return DEXA_OK;
+  if (s->wal_fd >= 0) close(s->wal_fd);
+  /* The WAL carries no locks of SQLite's (those are on the database and
+   * -shm files), so a descriptor of our own can be opened and closed. */
+  s->wal_fd = open(wal, O_RDWR | O_CLOEXEC);
+  if (s->wal_fd < 0) return DEXA_E_IO;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", s->path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+  int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int rc = dfd >= 0 && fsync(dfd) == 0 ? DEXA_OK : DEXA_E_IO;
+  if (dfd >= 0) close(dfd);
+  return rc;
+}
+
+/* fdatasync of the WAL through our own descriptor covers every frame any
+ * connection of this process or another has written: the page cache is the
+ * file's, not the descriptor's. */
+static int sq_sync(dexa__store *base) {
+  sq_store *s = (sq_store *)base;
+  if (!s->synchronous_full) return DEXA_OK;
+  char wal[4096];
+  snprintf(wal, sizeof wal, "%s-wal", s->path);
+  pthread_mutex_lock(&s->sync_mu);
+  int rc = track_wal(s, wal);
+  if (rc == DEXA_OK && s->wal_fd >= 0 && fdatasync(s->wal_fd) != 0) rc = DEXA_E_IO;
+  pthread_mutex_unlock(&s->sync_mu);
+  return rc;
+}
+
 static void remove_files(const char *path) {
   char buf[4096];
   unlink(path);
@@ -261,6 +311,8 @@ static void sq_close(dexa__store *base) {
   sq_store *s = (sq_store *)base;
   if (!s) return;
   dexa__sq_checkpointer_free(s->checkpointer);
+  if (s->wal_fd >= 0) close(s->wal_fd);
+  pthread_mutex_destroy(&s->sync_mu);
   if (s->temporary) remove_files(s->path);
   free(s->path);
   free(s);
@@ -294,13 +346,18 @@ int dexa__sqlite_open(dexa__store **out, const char *path, int temporary,
   s->base.ops = &dexa__sqlite_ops;
   s->temporary = temporary;
   s->synchronous_full = !(synchronous && strcmp(synchronous, "normal") == 0);
+  s->base.sync_after_commit = s->synchronous_full;
+  s->wal_fd = -1;
+  pthread_mutex_init(&s->sync_mu, NULL);
   s->path = strdup(path);
   if (!s->path || dexa__sq_checkpointer_new(&s->checkpointer) != DEXA_OK) {
+    pthread_mutex_destroy(&s->sync_mu);
     free(s->path);
     free(s);
     return DEXA_E_NOMEM;
   }
   int rc = create_schema(s, errmsg, errmsg_size);
+  if (rc == DEXA_OK) rc = sq_sync(&s->base);
   if (rc != DEXA_OK) {
     sq_close(&s->base);
     return rc;
@@ -342,6 +399,7 @@ const dexa__store_ops dexa__sqlite_ops = {
     .event_append = dexa__sq_event_append,
     .event_trim = dexa__sq_event_trim,
     .event_read = dexa__sq_event_read,
+    .sync = sq_sync,
     .conn_open = sq_conn_open,
     .conn_close = sq_conn_close,
     .close = sq_close,

@@ -3,6 +3,7 @@
 #ifndef DEXA_STORE_SQLITE_INTERNAL_H
 #define DEXA_STORE_SQLITE_INTERNAL_H
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include "store/store.h"
@@ -67,6 +68,9 @@ typedef struct sq_store {
   int temporary; /* remove the files at close */
   int synchronous_full;
   sq_checkpointer *checkpointer;
+  /* sync: a descriptor of the WAL file, reopened if the file was replaced */
+  pthread_mutex_t sync_mu;
+  int wal_fd;
 } sq_store;
 
 extern const dexa__store_ops dexa__sqlite_ops;

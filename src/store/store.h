@@ -153,6 +153,11 @@ typedef struct dexa__store_ops {
   int (*event_read)(dexa__store_conn *c, const char *sid, int64_t after_seq, int32_t limit,
                     dexa__value_visit_fn visit, void *ctx);
 
+  /* Makes every commit made so far, on any connection, durable. Needed
+   * only when the store's sync_after_commit is set; any thread, outside
+   * transactions. */
+  int (*sync)(dexa__store *s);
+
   /* Connections. */
   int (*conn_open)(dexa__store *s, dexa__store_conn **out);
   void (*conn_close)(dexa__store_conn *c);
@@ -165,6 +170,10 @@ struct dexa__store_conn {
 };
 struct dexa__store {
   const dexa__store_ops *ops;
+  /* Set by a durable store whose COMMIT returns before the data is on disk:
+   * the caller must call sync before it tells anyone the commit happened
+   * (the runtime does, on its own thread, while the next batch is written). */
+  int sync_after_commit;
 };
 
 typedef struct dexa__store_config {
