@@ -160,8 +160,11 @@ static int rpc_run(dexa_runtime *rt, dexa__store_conn *c, rpc_arg *a, int apply)
 }
 
 static int rpc_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
-  dexa__touch_session(rt, ((rpc_arg *)arg)->sid);
-  return rpc_run(rt, c, arg, 1);
+  rpc_arg *a = arg;
+  dexa__touch_session(rt, a->sid);
+  int rc = rpc_run(rt, c, arg, 1);
+  if (rc == DEXA_OK) rc = dexa__run_session_locked(rt, c, a->sid, dexa__now(rt));
+  return rc;
 }
 
 /* Read-only RPCs run in a read transaction on a pooled connection. */

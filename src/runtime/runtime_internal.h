@@ -340,6 +340,13 @@ int dexa__apply_step_result(dexa_runtime *rt, dexa__store_conn *c, dexa__step_ro
 /* Builds call for row (kind, names, input, conditions, recovery error). */
 void dexa__call_for_row(dexa_runtime *rt, dexa_call *call, const dexa__step_row *row,
                         int64_t now);
+/* Runs the session's due locked Steps in the caller's transaction (a few
+ * at most), so that an RPC which unblocks one (a message, an approval, an
+ * answer) takes effect in its own commit instead of the next claim's. Best
+ * effort: on any error these runs alone are undone and DEXA_OK returned,
+ * unless the store itself failed. */
+int dexa__run_session_locked(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
+                             int64_t now);
 /* Runs row's method now inside the caller's write transaction (locked
  * steps, the start step) and applies the outcome. Returns the dispatch's
  * error when fail_hard, else counts failures as attempts. */

@@ -8,6 +8,8 @@
 
 /* Rows handled per claim before giving the batch back to other writers. */
 #define CLAIM_MAX_ROWS 64
+/* Locked Steps an RPC runs right after it (dexa__run_session_locked). */
+#define CASCADE_MAX 8
 
 int dexa__enqueue(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
                   const char *step_type, const char *input, size_t input_len,
@@ -118,6 +120,44 @@ int dexa__run_inline(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
   dexa_result_free(res);
   dexa__reader_free(&reader);
   return rc;
+}
+
+/* The session's first READY locked row that is due, moved into *out. */
+static int first_due_locked(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
+                            int64_t now, dexa__step_row *out) {
+  dexa__step_row *rows = NULL;
+  size_t n = 0;
+  int rc = c->ops->step_list(c, sid, DEXA__STEP_READY, &rows, &n);
+  if (rc != DEXA_OK) return rc;
+  rc = DEXA_E_NOT_FOUND;
+  for (size_t i = 0; i < n && rc == DEXA_E_NOT_FOUND; i++) {
+    dexa__step_opts o;
+    if (rows[i].due_ms > now || dexa__row_opts(rt, &rows[i], &o) != DEXA_OK || !o.locked) continue;
+    *out = rows[i];
+    memset(&rows[i], 0, sizeof rows[i]);
+    rc = DEXA_OK;
+  }
+  dexa__step_rows_free(rows, n);
+  return rc;
+}
+
+int dexa__run_session_locked(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
+                             int64_t now) {
+  if (c->ops->savepoint(c) != DEXA_OK) return DEXA_OK;
+  int rc = DEXA_OK;
+  for (int i = 0; i < CASCADE_MAX && rc == DEXA_OK; i++) {
+    dexa__step_row row;
+    rc = first_due_locked(rt, c, sid, now, &row);
+    if (rc == DEXA_E_NOT_FOUND) {
+      rc = DEXA_OK;
+      break;
+    }
+    if (rc == DEXA_OK) rc = dexa__run_inline(rt, c, &row, now, 0, NULL, 0);
+    dexa__step_row_free(&row);
+  }
+  /* Anything wrong: undo these runs only; the claim loop runs them later. */
+  if (rc == DEXA_OK) return c->ops->release(c);
+  return c->ops->rollback_to(c) == DEXA_OK ? DEXA_OK : rc;
 }
 
 static int claim_row(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,

@@ -14,6 +14,7 @@ static const char *DESC =
     "{\"name\":\"Rec\"},"
     "{\"name\":\"Join\",\"options\":{\"has_wait_for\":true}},"
     "{\"name\":\"Locked\",\"options\":{\"locked\":true}},"
+    "{\"name\":\"LockedWait\",\"options\":{\"locked\":true,\"has_wait_for\":true}},"
     "{\"name\":\"NoRec\",\"options\":{\"max_attempts\":1}}],"
     FAKE_RPCS "}";
 
@@ -533,6 +534,31 @@ static void test_locked_steps_run_inline_never_polled(void) {
   dexa_runtime_free(rt);
 }
 
+static int h_locked_wait(fake *f, const dexa_call *c, dexa_result *r) {
+  if (is(c, DEXA_CALL_EXECUTE, "Start")) return base_start(c, r);
+  if (is(c, DEXA_CALL_WAIT_FOR, "LockedWait"))
+    put_wait(r, "{\"conditions\":[{\"id\":\"m\",\"channel\":\"C\",\"min\":1}]}");
+  if (is(c, DEXA_CALL_EXECUTE, "LockedWait"))
+    dexa__result_add_write(r, "unblocked", 9, c->conditions, c->conditions_len);
+  return DEXA_OK;
+}
+
+/* An RPC that satisfies a locked Step's wait runs that Step in its own
+ * commit: no claim or worker is needed before the RPC returns. */
+static void test_rpc_runs_the_locked_step_it_unblocks(void) {
+  fake f;
+  dexa_runtime *rt = open_rt(&f, h_locked_wait);
+  CHECK(rt);
+  CHECK_EQ_INT(start_with(rt, "s", "{\"next\":[{\"step\":\"LockedWait\"}]}"), DEXA_OK);
+  CHECK_EQ_INT(run_ready(rt), 1); /* its WaitFor */
+  CHECK_EQ_INT(fake_count(&f, "E LockedWait "), 0);
+  CHECK_EQ_INT(fake_pub(rt, "s", "C", "\"go\""), DEXA_OK);
+  CHECK_EQ_INT(fake_count(&f, "E LockedWait "), 1);
+  CHECK_ATTR(rt, "s", "unblocked", "{\"fired\":[],\"channels\":{\"m\":[\"go\"]}}");
+  CHECK_EQ_INT(dexa_runtime_wait_idle(rt, "s", 0), DEXA_OK);
+  dexa_runtime_free(rt);
+}
+
 static void test_failed_rpc_changes_nothing(void) {
   fake f;
   dexa_runtime *rt = open_rt(&f, h_wait);
@@ -678,6 +704,7 @@ int main(void) {
   RUN(test_cancel_drops_queued_waiting_and_running);
   RUN(test_complete_decision_ends_the_session);
   RUN(test_locked_steps_run_inline_never_polled);
+  RUN(test_rpc_runs_the_locked_step_it_unblocks);
   RUN(test_failed_rpc_changes_nothing);
   RUN(test_bad_decision_counts_as_failed_attempt);
   RUN(test_state_survives_reopen);
