@@ -32,6 +32,29 @@ static dexa__store *open_store(int *rc, char *err, size_t n) {
   return s;
 }
 
+/* The store at path and a connection to it (NULL on failure, with the
+ * failure checked). */
+static dexa__store_conn *store_connect(dexa__store **s) {
+  int rc;
+  char err[256] = "";
+  *s = open_store(&rc, err, sizeof err);
+  CHECK_EQ_INT(rc, DEXA_OK);
+  dexa__store_conn *c = NULL;
+  if (*s) CHECK_EQ_INT((*s)->ops->conn_open(*s, &c), DEXA_OK);
+  return c;
+}
+
+/* A new store file under name, connected. */
+static dexa__store_conn *open_conn(const char *name, dexa__store **s) {
+  fresh_path(name);
+  return store_connect(s);
+}
+
+static void close_conn(dexa__store *s, dexa__store_conn *c) {
+  if (c) c->ops->conn_close(c);
+  if (s) s->ops->close(s);
+}
+
 /* ---- visitors ----------------------------------------------------------------- */
 
 typedef struct seen {
@@ -72,14 +95,9 @@ static int64_t count_rows(const char *sql) {
 /* ---- one table, three orders -------------------------------------------------- */
 
 static void test_events_read_in_order_after_a_position_and_trim(void) {
-  fresh_path("events");
-  int rc;
-  char err[256] = "";
-  dexa__store *s = open_store(&rc, err, sizeof err);
-  CHECK_EQ_INT(rc, DEXA_OK);
-  if (!s) return;
-  dexa__store_conn *c = NULL;
-  CHECK_EQ_INT(s->ops->conn_open(s, &c), DEXA_OK);
+  dexa__store *s = NULL;
+  dexa__store_conn *c = open_conn("events", &s);
+  if (!c) return;
   CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
   CHECK_EQ_INT(c->ops->session_insert(c, "s1", "F", 1, "{}", 2), DEXA_OK);
   CHECK_EQ_INT(c->ops->session_insert(c, "s2", "F", 2, "{}", 2), DEXA_OK);
@@ -110,19 +128,13 @@ static void test_events_read_in_order_after_a_position_and_trim(void) {
   seen other = {"", 0};
   CHECK_EQ_INT(c->ops->event_read(c, "s2", 0, 100, see_value, &other), DEXA_OK);
   CHECK_EQ_INT(other.count, 5);
-  c->ops->conn_close(c);
-  s->ops->close(s);
+  close_conn(s, c);
 }
 
 static void test_attributes_and_channels_keep_their_orders(void) {
-  fresh_path("attrs");
-  int rc;
-  char err[256] = "";
-  dexa__store *s = open_store(&rc, err, sizeof err);
-  CHECK_EQ_INT(rc, DEXA_OK);
-  if (!s) return;
-  dexa__store_conn *c = NULL;
-  CHECK_EQ_INT(s->ops->conn_open(s, &c), DEXA_OK);
+  dexa__store *s = NULL;
+  dexa__store_conn *c = open_conn("attrs", &s);
+  if (!c) return;
   CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
   CHECK_EQ_INT(c->ops->session_insert(c, "s1", "F", 1, "{}", 2), DEXA_OK);
   CHECK_EQ_INT(c->ops->attr_put(c, "s1", "b/2", 3, "two", 3), DEXA_OK);
@@ -155,8 +167,7 @@ static void test_attributes_and_channels_keep_their_orders(void) {
   CHECK_EQ_INT(n, 1);
   CHECK_EQ_INT(c->ops->chan_count(c, "s1", "r", 1, &n), DEXA_OK);
   CHECK_EQ_INT(n, 1);
-  c->ops->conn_close(c);
-  s->ops->close(s);
+  close_conn(s, c);
 }
 
 /* ---- checkpoints ---------------------------------------------------------------- */
@@ -176,18 +187,14 @@ static long file_size(const char *suffix) {
  * thread copies the WAL into the database and the WAL starts over, so it
  * never holds everything; every row is still there. */
 static void test_wal_is_checkpointed_off_the_commit_path(void) {
-  fresh_path("ckpt");
-  int rc;
-  char err[256] = "";
-  dexa__store *s = open_store(&rc, err, sizeof err);
-  CHECK_EQ_INT(rc, DEXA_OK);
-  if (!s) return;
-  dexa__store_conn *c = NULL;
-  CHECK_EQ_INT(s->ops->conn_open(s, &c), DEXA_OK);
+  dexa__store *s = NULL;
+  dexa__store_conn *c = open_conn("ckpt", &s);
+  if (!c) return;
   static char value[8000];
   memset(value, 'v', sizeof value);
   char key[32];
   long wal_max = 0;
+  int rc = DEXA_OK;
   for (int i = 0; i < 1500 && rc == DEXA_OK; i++) {
     rc = c->ops->begin_write(c);
     if (rc == DEXA_OK && i == 0) rc = c->ops->session_insert(c, "s1", "F", 1, "{}", 2);
@@ -199,8 +206,7 @@ static void test_wal_is_checkpointed_off_the_commit_path(void) {
     if (i % 100 == 0) usleep(20000); /* give the thread a moment, as real load would */
   }
   CHECK_EQ_INT(rc, DEXA_OK);
-  c->ops->conn_close(c);
-  s->ops->close(s);
+  close_conn(s, c);
   int64_t rows = count_rows("SELECT count(*) FROM session_data WHERE kind = 0");
   CHECK_EQ_INT(rows, 1500);
   /* 1500 commits of 8 KB values are over 12 MB of frames. */
@@ -258,13 +264,9 @@ static int make_file(const char *sql) {
 static void test_version_1_file_is_migrated_with_nothing_lost(void) {
   fresh_path("v1");
   CHECK_EQ_INT(make_file(v1_file), SQLITE_OK);
-  int rc;
-  char err[256] = "";
-  dexa__store *s = open_store(&rc, err, sizeof err);
-  CHECK_EQ_INT(rc, DEXA_OK);
-  if (!s) return;
-  dexa__store_conn *c = NULL;
-  CHECK_EQ_INT(s->ops->conn_open(s, &c), DEXA_OK);
+  dexa__store *s = NULL;
+  dexa__store_conn *c = store_connect(&s);
+  if (!c) return;
   seen attrs = {"", 0};
   CHECK_EQ_INT(c->ops->attr_scan(c, "old", "", 0, see_attr, &attrs), DEXA_OK);
   CHECK_STR(attrs.text, "AgentMessages/1={\"seq\":1},AgentTurn={\"turn\":1}");
@@ -285,16 +287,16 @@ static void test_version_1_file_is_migrated_with_nothing_lost(void) {
   CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
   CHECK_EQ_INT(seq, 3);
   CHECK_EQ_INT(ord, 4);
-  c->ops->conn_close(c);
-  s->ops->close(s);
+  close_conn(s, c);
   CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 2);
   CHECK_EQ_INT(count_rows("SELECT count(*) FROM sqlite_schema WHERE name IN"
                           " ('attrs', 'events', 'channel_msgs', 'step_counters')"),
                0);
   /* Opening again leaves a current file as it is. */
-  s = open_store(&rc, err, sizeof err);
-  CHECK_EQ_INT(rc, DEXA_OK);
-  if (s) s->ops->close(s);
+  s = NULL;
+  c = store_connect(&s);
+  CHECK(c != NULL);
+  close_conn(s, c);
   CHECK_EQ_INT(count_rows("SELECT count(*) FROM session_data"), 5);
 }
 
