@@ -7,6 +7,7 @@
 #   make run-chat     the same for the terminal chat (examples/chat)
 #   make check        install missing packages (as root), build, run every test
 #   make check-asan   the same tests under ASan + UBSan (build dir build-asan)
+#   make check-tsan   the same tests under ThreadSanitizer (build dir build-tsan)
 #   make install      PREFIX=/usr/local DESTDIR= LIBDIR= INCLUDEDIR= MANDIR= PKGCONFIGDIR=
 #   make help         every target
 VERSION_H := include/dexagents/version.h
@@ -77,6 +78,8 @@ DEB_VALGRIND := valgrind
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ASAN_BUILD := build-asan
+TSAN_FLAGS := -fsanitize=thread
+TSAN_BUILD := build-tsan
 RUN_STORE ?= dexagents-chat.db
 # make run: the AI Agent reads DEX_AGENT_* from the environment; variables set
 # on the command line are exported too (make run DEX_AGENT_MODELS=mock/dex-mini).
@@ -86,7 +89,7 @@ ABI_BASELINE := abi/libdexagents.abi
 
 .DELETE_ON_ERROR:
 .PHONY: all lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench run run-chat check \
-  check-asan check-valgrind check-abi abi-update fuzz install install-shared install-static \
+  check-asan check-tsan check-valgrind check-abi abi-update fuzz install install-shared install-static \
   install-includes install-man install-pc uninstall clean help
 
 all: lib-shared lib-static
@@ -220,6 +223,14 @@ check-asan:
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 test/run
 
+# ThreadSanitizer over the same tests: a data race fails its test (exit 66).
+check-tsan:
+	@$(MAKE) --no-print-directory deps-check
+	@$(MAKE) --no-print-directory -k BUILD=$(TSAN_BUILD) LIBOUT=$(TSAN_BUILD)/lib OPT="-O1 -g" \
+	  SAN="$(TSAN_FLAGS)" all tests || true
+	@BUILD=$(TSAN_BUILD) LIBOUT=$(TSAN_BUILD)/lib SAN_FLAGS="$(TSAN_FLAGS)" \
+	  TSAN_OPTIONS=halt_on_error=1:exitcode=66 test/run
+
 check-valgrind:
 	@$(MAKE) --no-print-directory deps-valgrind
 	@$(MAKE) --no-print-directory -k all tests bindings || true
@@ -277,10 +288,10 @@ uninstall:
 	  $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/man7/*.7)))
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build
 
 help:
-	@echo "targets: all lib-shared lib-static deps examples tests bindings check check-asan check-valgrind"
+	@echo "targets: all lib-shared lib-static deps examples tests bindings check check-asan check-tsan check-valgrind"
 	@echo "         bench run run-chat install uninstall check-abi abi-update fuzz clean"
 	@echo "install: PREFIX=$(PREFIX) DESTDIR= LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"
 	@echo "         MANDIR=$(MANDIR) PKGCONFIGDIR=$(PKGCONFIGDIR)"
