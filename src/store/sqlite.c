@@ -13,8 +13,9 @@
 
 #include "dexagents/errors.h"
 
-/* The SQL is plain enough for PostgreSQL too (ON CONFLICT, RETURNING,
- * partial indexes); only the BEGIN form and WITHOUT ROWID differ. */
+/* The SQL is plain enough for PostgreSQL too (partial indexes, scalar
+ * subqueries); only the BEGIN form, WITHOUT ROWID and INSERT OR REPLACE
+ * (ON CONFLICT ... DO UPDATE there) differ. */
 static const char *const sql_text[SQ_COUNT] = {
     [SQ_BEGIN_WRITE] = "BEGIN IMMEDIATE",
     [SQ_BEGIN_READ] = "BEGIN",
