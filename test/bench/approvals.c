@@ -1,6 +1,7 @@
 /* Benchmark W2: resuming sessions that wait for an approval.
  *
  *   approvals [-s SESSIONS] [-w WORKERS] [-y full|normal] [--store PATH]
+ *             [--phase prepare|resume]
  *
  * Phase 1 (this process): S sessions each ask for a write tool that needs
  * approval (demo model, "/tool send_mail {...}") and stop in
@@ -11,7 +12,11 @@
  * Prints the resume loop's seconds, resumes/s, per-resume latency p50/p99
  * (approve call to final answer committed) and the fresh process's
  * spawn-to-exit seconds. For scale: LangGraph.js on SQLite does about 110
- * resumes/s and 1.4 s spawn to exit on this machine. */
+ * resumes/s and 1.4 s spawn to exit on this machine.
+ *
+ * --phase prepare (with --store) runs phase 1 only and keeps the store, so
+ * that phase 2 can be run, copied and profiled on its own with
+ * --phase resume. */
 #include <dexagents/dexagents.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -177,11 +182,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--store") && i + 1 < argc) store = argv[++i];
     else if (!strcmp(argv[i], "--phase") && i + 1 < argc) phase = argv[++i];
     else {
-      fprintf(stderr, "usage: approvals [-s SESSIONS] [-w WORKERS] [-y full|normal] [--store PATH]\n");
+      fprintf(stderr, "usage: approvals [-s SESSIONS] [-w WORKERS] [-y full|normal] [--store PATH]"
+                      " [--phase prepare|resume]\n");
       return 2;
     }
   }
   if (sessions < 1 || sessions > MAX_SESSIONS || workers < 1) return 2;
+  if (phase && store && strcmp(phase, "prepare") == 0)
+    return prepare(store, sync, sessions, workers) == DEXA_OK ? 0 : 1;
   if (phase && store) return resume_all(store, sync, sessions, workers);
   char tmp[64];
   if (!store) {
