@@ -1,6 +1,7 @@
 /* The SQLite store's layout: attributes, channel messages and events in one
  * table keep their own orders; a version 1 file (separate tables) is
  * migrated on open with nothing lost; a newer version is refused. */
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,46 @@ static void test_attributes_and_channels_keep_their_orders(void) {
   close_conn(s, c);
 }
 
+/* ---- locking -------------------------------------------------------------------- */
+
+typedef struct second_writer {
+  dexa__store *s;
+  int rc;
+} second_writer;
+
+static void *write_second(void *arg) {
+  second_writer *w = arg;
+  dexa__store_conn *c = NULL;
+  w->rc = w->s->ops->conn_open(w->s, &c);
+  if (w->rc == DEXA_OK) w->rc = c->ops->begin_write(c);
+  if (w->rc == DEXA_OK) w->rc = c->ops->attr_put(c, "s1", "b", 1, "2", 1);
+  if (w->rc == DEXA_OK) w->rc = c->ops->commit(c);
+  if (c) c->ops->conn_close(c);
+  return NULL;
+}
+
+/* A second writer (another connection, as another process would have)
+ * waits for the first one's transaction instead of failing busy. */
+static void test_a_writer_waits_for_another_writer(void) {
+  dexa__store *s = NULL;
+  dexa__store_conn *c = open_conn("busy", &s);
+  if (!c) return;
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "s1", "F", 1, "{}", 2), DEXA_OK);
+  second_writer w = {s, -1};
+  pthread_t th;
+  pthread_create(&th, NULL, write_second, &w);
+  usleep(30000); /* the second writer is waiting for the lock by now */
+  CHECK_EQ_INT(c->ops->attr_put(c, "s1", "a", 1, "1", 1), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  pthread_join(th, NULL);
+  CHECK_EQ_INT(w.rc, DEXA_OK);
+  seen both = {"", 0};
+  CHECK_EQ_INT(c->ops->attr_scan(c, "s1", "", 0, see_attr, &both), DEXA_OK);
+  CHECK_STR(both.text, "a=1,b=2");
+  close_conn(s, c);
+}
+
 /* ---- checkpoints ---------------------------------------------------------------- */
 
 static long file_size(const char *suffix) {
@@ -331,6 +372,7 @@ static void test_a_file_that_is_not_a_database_is_refused(void) {
 int main(void) {
   RUN(test_events_read_in_order_after_a_position_and_trim);
   RUN(test_attributes_and_channels_keep_their_orders);
+  RUN(test_a_writer_waits_for_another_writer);
   RUN(test_wal_is_checkpointed_off_the_commit_path);
   RUN(test_version_1_file_is_migrated_with_nothing_lost);
   RUN(test_newer_version_is_refused_and_left_alone);
