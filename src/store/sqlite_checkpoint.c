@@ -29,10 +29,12 @@ struct sq_checkpointer {
 };
 
 /* Copies the WAL into the database without the write lock (PASSIVE);
- * when little is left, finishes with a RESTART, which holds writers back
- * only for those last frames, so that the next writer starts the WAL over
- * instead of growing it. Busy results are fine: the next wake-up tries
- * again. */
+ * when little is left, finishes with a RESTART so that the next writer
+ * starts the WAL over. The RESTART holds writers back while it copies the
+ * last frames and syncs the database (a few ms, up to about 20 ms measured
+ * under W1), once per WAL cycle; without it a steady load never lets the
+ * WAL start over, and W1 measured 10 to 15% fewer turns/s. Busy results are
+ * fine: the next wake-up tries again. */
 static void checkpoint_once(sqlite3 *db) {
   int log = 0, done = 0;
   int r = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
