@@ -16,6 +16,10 @@
 /* The SQL is plain enough for PostgreSQL too (partial indexes, scalar
  * subqueries); only the BEGIN form, WITHOUT ROWID and INSERT OR REPLACE
  * (ON CONFLICT ... DO UPDATE there) differ. */
+/* session_data is keyed by the session's skey (sqlite_schema.c); a
+ * statement finds it from the session id once, as a constant subquery. */
+#define SKEY "(SELECT skey FROM sessions WHERE session_id = ?1)"
+
 static const char *const sql_text[SQ_COUNT] = {
     [SQ_BEGIN_WRITE] = "BEGIN IMMEDIATE",
     [SQ_BEGIN_READ] = "BEGIN",
@@ -24,8 +28,11 @@ static const char *const sql_text[SQ_COUNT] = {
     [SQ_SAVEPOINT] = "SAVEPOINT sp",
     [SQ_RELEASE] = "RELEASE sp",
     [SQ_ROLLBACK_TO] = "ROLLBACK TO sp",
+    /* A session's skey, its short key in session_data, is one more than the
+     * largest so far: sessions are never deleted, so it is never reused. */
     [SQ_SESSION_INSERT] = "INSERT INTO sessions(session_id, flow_type, created_ms, status,"
-                          " event_seq, step_ord, settings) VALUES(?1, ?2, ?3, 0, 0, 0, ?4)"
+                          " event_seq, step_ord, settings, skey) VALUES(?1, ?2, ?3, 0, 0, 0, ?4,"
+                          " (SELECT coalesce(max(skey), 0) + 1 FROM sessions))"
                           " ON CONFLICT(session_id) DO NOTHING",
     [SQ_SESSION_GET] = "SELECT flow_type, created_ms, status, event_seq FROM sessions"
                        " WHERE session_id = ?1",
@@ -44,24 +51,24 @@ static const char *const sql_text[SQ_COUNT] = {
                               " FROM sessions WHERE created_ms < ?2 OR (created_ms = ?2"
                               " AND session_id < ?3)"
                               " ORDER BY created_ms DESC, session_id DESC LIMIT ?1",
-    [SQ_ATTR_GET] = "SELECT value FROM session_data WHERE session_id = ?1 AND kind = 0"
+    [SQ_ATTR_GET] = "SELECT value FROM session_data WHERE skey = " SKEY " AND kind = 0"
                     " AND key = ?2 AND seq = 0",
-    [SQ_ATTR_PUT] = "INSERT OR REPLACE INTO session_data(session_id, kind, key, seq, value)"
-                    " VALUES(?1, 0, ?2, 0, ?3)",
-    [SQ_ATTR_DELETE] = "DELETE FROM session_data WHERE session_id = ?1 AND kind = 0 AND key = ?2"
+    [SQ_ATTR_PUT] = "INSERT OR REPLACE INTO session_data(skey, kind, key, seq, value)"
+                    " VALUES(" SKEY ", 0, ?2, 0, ?3)",
+    [SQ_ATTR_DELETE] = "DELETE FROM session_data WHERE skey = " SKEY " AND kind = 0 AND key = ?2"
                        " AND seq = 0",
-    [SQ_ATTR_SCAN_RANGE] = "SELECT key, value FROM session_data WHERE session_id = ?1"
+    [SQ_ATTR_SCAN_RANGE] = "SELECT key, value FROM session_data WHERE skey = " SKEY
                            " AND kind = 0 AND key >= ?2 AND key < ?3 ORDER BY key",
-    [SQ_ATTR_SCAN_FROM] = "SELECT key, value FROM session_data WHERE session_id = ?1"
+    [SQ_ATTR_SCAN_FROM] = "SELECT key, value FROM session_data WHERE skey = " SKEY
                           " AND kind = 0 AND key >= ?2 ORDER BY key",
-    [SQ_CHAN_PUSH] = "INSERT INTO session_data(session_id, kind, key, seq, value)"
-                     " VALUES(?1, 1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM session_data"
-                     " WHERE session_id = ?1 AND kind = 1 AND key = ?2), ?3)",
-    [SQ_CHAN_COUNT] = "SELECT count(*) FROM session_data WHERE session_id = ?1 AND kind = 1"
+    [SQ_CHAN_PUSH] = "INSERT INTO session_data(skey, kind, key, seq, value)"
+                     " VALUES(" SKEY ", 1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM session_data"
+                     " WHERE skey = " SKEY " AND kind = 1 AND key = ?2), ?3)",
+    [SQ_CHAN_COUNT] = "SELECT count(*) FROM session_data WHERE skey = " SKEY " AND kind = 1"
                       " AND key = ?2",
-    [SQ_CHAN_PEEK] = "SELECT seq, value FROM session_data WHERE session_id = ?1 AND kind = 1"
+    [SQ_CHAN_PEEK] = "SELECT seq, value FROM session_data WHERE skey = " SKEY " AND kind = 1"
                      " AND key = ?2 ORDER BY seq LIMIT ?3",
-    [SQ_CHAN_DELETE_UPTO] = "DELETE FROM session_data WHERE session_id = ?1 AND kind = 1"
+    [SQ_CHAN_DELETE_UPTO] = "DELETE FROM session_data WHERE skey = " SKEY " AND kind = 1"
                             " AND key = ?2 AND seq <= ?3",
     [SQ_STEP_INSERT] = "INSERT INTO steps(session_id, exec_id, step_type, ord, state, method,"
                        " attempt, cancelled, input, options, wait, conditions, recovery_error,"
@@ -94,15 +101,17 @@ static const char *const sql_text[SQ_COUNT] = {
                       " AND exec_id = ?2 AND state = 3 AND lease_owner = ?3 AND attempt = ?4"
                       " AND cancelled = 0 AND lease_until > ?5",
     [SQ_STEP_BUSY] = "SELECT count(*) FROM steps WHERE session_id = ?1 AND state IN (1, 3)",
-    [SQ_EVENT_APPEND] = "INSERT INTO session_data(session_id, kind, key, seq, value)"
-                        " VALUES(?1, 2, x'', ?2, ?3)",
-    [SQ_EVENT_TRIM] = "DELETE FROM session_data WHERE session_id = ?1 AND kind = 2"
+    [SQ_EVENT_APPEND] = "INSERT INTO session_data(skey, kind, key, seq, value)"
+                        " VALUES(" SKEY ", 2, x'', ?2, ?3)",
+    [SQ_EVENT_TRIM] = "DELETE FROM session_data WHERE skey = " SKEY " AND kind = 2"
                       " AND key = x'' AND seq <= ?2",
-    [SQ_EVENT_READ] = "SELECT seq, value FROM session_data WHERE session_id = ?1 AND kind = 2"
+    [SQ_EVENT_READ] = "SELECT seq, value FROM session_data WHERE skey = " SKEY " AND kind = 2"
                       " AND key = x'' AND seq > ?2 ORDER BY seq LIMIT ?3",
 };
 
 int dexa__sq_err(int rc) {
+  /* A row for a session that does not exist: its skey subquery was NULL. */
+  if (rc == SQLITE_CONSTRAINT_NOTNULL) return DEXA_E_NOT_FOUND;
   switch (rc & 0xff) {
   case SQLITE_OK:
   case SQLITE_DONE:
@@ -247,6 +256,7 @@ static int sq_conn_open(dexa__store *base, dexa__store_conn **out) {
   c->base.ops = &dexa__sqlite_ops;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
   int r = sqlite3_open_v2(s->path, &c->db, flags, NULL);
+  if (r == SQLITE_OK) sqlite3_extended_result_codes(c->db, 1);
   int rc = r == SQLITE_OK ? apply_pragmas(c, s) : dexa__sq_err(r);
   if (rc != DEXA_OK) {
     sqlite3_close_v2(c->db);

@@ -2,7 +2,10 @@
  * files.
  *
  * Version 2 keeps each session's attributes, channel messages and durable
- * events in ONE table, session_data, ordered (session_id, kind, key, seq):
+ * events in ONE table, session_data, ordered (skey, kind, key, seq), where
+ * skey is the session's short integer key (sessions.skey: 1, 2, ...; a
+ * session id is repeated in no row but its own, which saves its length on
+ * every one of a session's rows, 36 bytes for a UUID):
  *
  *   kind 0  attribute      key = attribute key, seq = 0
  *   kind 1  channel msg    key = channel name,  seq = 1, 2, ... (FIFO)
@@ -32,11 +35,13 @@
 static const char create_v2[] =
     "CREATE TABLE IF NOT EXISTS sessions(session_id TEXT NOT NULL PRIMARY KEY,"
     " flow_type TEXT NOT NULL, created_ms INTEGER NOT NULL, status INTEGER NOT NULL,"
-    " event_seq INTEGER NOT NULL, step_ord INTEGER NOT NULL, settings TEXT) WITHOUT ROWID;"
+    " event_seq INTEGER NOT NULL, step_ord INTEGER NOT NULL, settings TEXT,"
+    " skey INTEGER NOT NULL) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS sessions_created ON sessions(created_ms, session_id);"
-    "CREATE TABLE IF NOT EXISTS session_data(session_id TEXT NOT NULL, kind INTEGER NOT NULL,"
+    "CREATE UNIQUE INDEX IF NOT EXISTS sessions_skey ON sessions(skey);"
+    "CREATE TABLE IF NOT EXISTS session_data(skey INTEGER NOT NULL, kind INTEGER NOT NULL,"
     " key BLOB NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL,"
-    " PRIMARY KEY(session_id, kind, key, seq)) WITHOUT ROWID;"
+    " PRIMARY KEY(skey, kind, key, seq)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS steps(session_id TEXT NOT NULL, exec_id TEXT NOT NULL,"
     " step_type TEXT NOT NULL, ord INTEGER NOT NULL, state INTEGER NOT NULL,"
     " method INTEGER NOT NULL, attempt INTEGER NOT NULL, cancelled INTEGER NOT NULL,"
@@ -45,13 +50,25 @@ static const char create_v2[] =
     " started_ms INTEGER NOT NULL, PRIMARY KEY(session_id, exec_id)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS steps_due ON steps(due_ms) WHERE due_ms IS NOT NULL;";
 
-static const char migrate_v1[] =
-    "INSERT INTO session_data(session_id, kind, key, seq, value)"
-    " SELECT session_id, 0, key, 0, value FROM attrs;"
-    "INSERT INTO session_data(session_id, kind, key, seq, value)"
-    " SELECT session_id, 1, channel, seq, value FROM channel_msgs;"
-    "INSERT INTO session_data(session_id, kind, key, seq, value)"
-    " SELECT session_id, 2, x'', seq, json FROM events;"
+/* Version 1 sessions get their skey (in creation order) before the version
+ * 2 tables and indexes exist; their rows move over after. */
+static const char migrate_v1_sessions[] =
+    "ALTER TABLE sessions ADD COLUMN skey INTEGER;"
+    "CREATE TEMP TABLE dexa_skeys(session_id TEXT PRIMARY KEY, skey INTEGER NOT NULL);"
+    "INSERT INTO temp.dexa_skeys SELECT session_id,"
+    " row_number() OVER (ORDER BY created_ms, session_id) FROM sessions;"
+    "UPDATE sessions SET skey = (SELECT skey FROM temp.dexa_skeys AS k"
+    " WHERE k.session_id = sessions.session_id);"
+    "DROP TABLE temp.dexa_skeys;";
+
+static const char migrate_v1_data[] =
+    "INSERT INTO session_data(skey, kind, key, seq, value)"
+    " SELECT s.skey, 0, a.key, 0, a.value FROM attrs AS a JOIN sessions AS s USING(session_id);"
+    "INSERT INTO session_data(skey, kind, key, seq, value)"
+    " SELECT s.skey, 1, c.channel, c.seq, c.value FROM channel_msgs AS c"
+    " JOIN sessions AS s USING(session_id);"
+    "INSERT INTO session_data(skey, kind, key, seq, value)"
+    " SELECT s.skey, 2, x'', e.seq, e.json FROM events AS e JOIN sessions AS s USING(session_id);"
     "DROP TABLE attrs; DROP TABLE channel_msgs; DROP TABLE events; DROP TABLE step_counters;";
 
 /* The stored schema version: 0 for a new file. */
@@ -93,8 +110,9 @@ static int upgrade(sqlite3 *db, int version, char *errmsg, size_t n) {
                 "CREATE TABLE IF NOT EXISTS dexa_meta(key TEXT NOT NULL PRIMARY KEY, value TEXT)"
                 " WITHOUT ROWID",
                 errmsg, n);
+  if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1_sessions, errmsg, n);
   if (rc == DEXA_OK) rc = exec(db, create_v2, errmsg, n);
-  if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1, errmsg, n);
+  if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1_data, errmsg, n);
   if (rc != DEXA_OK) return rc == DEXA_E_ALREADY_EXISTS ? DEXA_E_CORRUPT : rc;
   char sql[128];
   snprintf(sql, sizeof sql,

@@ -171,6 +171,30 @@ static void test_attributes_and_channels_keep_their_orders(void) {
   close_conn(s, c);
 }
 
+/* Rows are keyed by the session's short key: a session that does not exist
+ * has none, and writing for it is refused. */
+static void test_writes_for_an_unknown_session_are_refused(void) {
+  dexa__store *s = NULL;
+  dexa__store_conn *c = open_conn("nosession", &s);
+  if (!c) return;
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "s1", "F", 1, "{}", 2), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "s2", "F", 2, "{}", 2), DEXA_OK);
+  CHECK_EQ_INT(c->ops->attr_put(c, "nope", "a", 1, "1", 1), DEXA_E_NOT_FOUND);
+  CHECK_EQ_INT(c->ops->chan_push(c, "nope", "q", 1, "1", 1), DEXA_E_NOT_FOUND);
+  CHECK_EQ_INT(c->ops->event_append(c, "nope", 1, "{}", 2), DEXA_E_NOT_FOUND);
+  CHECK_EQ_INT(c->ops->attr_put(c, "s2", "a", 1, "2", 1), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  const char *v = NULL;
+  size_t n = 0;
+  CHECK_EQ_INT(c->ops->attr_get(c, "nope", "a", 1, &v, &n), DEXA_E_NOT_FOUND);
+  CHECK_EQ_INT(c->ops->attr_get(c, "s1", "a", 1, &v, &n), DEXA_E_NOT_FOUND);
+  CHECK_EQ_INT(c->ops->attr_get(c, "s2", "a", 1, &v, &n), DEXA_OK);
+  close_conn(s, c);
+  CHECK_EQ_INT(count_rows("SELECT count(*) FROM session_data"), 1);
+  CHECK_EQ_INT(count_rows("SELECT skey FROM sessions WHERE session_id = 's2'"), 2);
+}
+
 /* ---- locking -------------------------------------------------------------------- */
 
 typedef struct second_writer {
@@ -325,11 +349,15 @@ static void test_version_1_file_is_migrated_with_nothing_lost(void) {
   CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
   CHECK_EQ_INT(c->ops->session_bump_events(c, "old", 1, &seq), DEXA_OK);
   CHECK_EQ_INT(c->ops->session_next_ord(c, "old", &ord), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "new", "F", 9, "{}", 2), DEXA_OK);
+  CHECK_EQ_INT(c->ops->attr_put(c, "new", "AgentTurn", 9, "{}", 2), DEXA_OK);
   CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
   CHECK_EQ_INT(seq, 3);
   CHECK_EQ_INT(ord, 4);
   close_conn(s, c);
   CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 2);
+  CHECK_EQ_INT(count_rows("SELECT skey FROM sessions WHERE session_id = 'old'"), 1);
+  CHECK_EQ_INT(count_rows("SELECT skey FROM sessions WHERE session_id = 'new'"), 2);
   CHECK_EQ_INT(count_rows("SELECT count(*) FROM sqlite_schema WHERE name IN"
                           " ('attrs', 'events', 'channel_msgs', 'step_counters')"),
                0);
@@ -338,7 +366,7 @@ static void test_version_1_file_is_migrated_with_nothing_lost(void) {
   c = store_connect(&s);
   CHECK(c != NULL);
   close_conn(s, c);
-  CHECK_EQ_INT(count_rows("SELECT count(*) FROM session_data"), 5);
+  CHECK_EQ_INT(count_rows("SELECT count(*) FROM session_data"), 6);
 }
 
 static void test_newer_version_is_refused_and_left_alone(void) {
@@ -372,6 +400,7 @@ static void test_a_file_that_is_not_a_database_is_refused(void) {
 int main(void) {
   RUN(test_events_read_in_order_after_a_position_and_trim);
   RUN(test_attributes_and_channels_keep_their_orders);
+  RUN(test_writes_for_an_unknown_session_are_refused);
   RUN(test_a_writer_waits_for_another_writer);
   RUN(test_wal_is_checkpointed_off_the_commit_path);
   RUN(test_version_1_file_is_migrated_with_nothing_lost);
