@@ -310,7 +310,7 @@ static int track_wal(sq_store *s, const char *wal) {
  * file's, not the descriptor's. */
 static int sq_sync(dexa__store *base) {
   sq_store *s = (sq_store *)base;
-  if (!s->synchronous_full) return DEXA_OK;
+  if (!s->base.sync_after_commit) return DEXA_OK;
   char wal[4096];
   snprintf(wal, sizeof wal, "%s-wal", s->path);
   pthread_mutex_lock(&s->sync_mu);
@@ -367,8 +367,8 @@ int dexa__sqlite_open(dexa__store **out, const char *path, int temporary,
   if (!s) return DEXA_E_NOMEM;
   s->base.ops = &dexa__sqlite_ops;
   s->temporary = temporary;
-  s->synchronous_full = !(synchronous && strcmp(synchronous, "normal") == 0);
-  s->base.sync_after_commit = s->synchronous_full;
+  /* "full" (the default): every commit is made durable by sq_sync. */
+  s->base.sync_after_commit = !(synchronous && strcmp(synchronous, "normal") == 0);
   s->wal_fd = -1;
   pthread_mutex_init(&s->sync_mu, NULL);
   s->path = strdup(path);

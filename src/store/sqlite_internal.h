@@ -66,7 +66,6 @@ typedef struct sq_store {
   dexa__store base;
   char *path;
   int temporary; /* remove the files at close */
-  int synchronous_full;
   sq_checkpointer *checkpointer;
   /* sync: a descriptor of the WAL file, reopened if the file was replaced */
   pthread_mutex_t sync_mu;
