@@ -273,6 +273,8 @@ static void sq_conn_close(dexa__store_conn *base) {
   for (int i = 0; i < SQ_COUNT; i++) sqlite3_finalize(c->stmts[i]);
   sqlite3_close_v2(c->db);
   free(c->valbuf);
+  free(c->rowbuf);
+  free(c->packbuf);
   free(c);
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dexagents/errors.h"
+#include "store/value_pack.h"
 
 #define STMT(var, conn, id)                                                            \
   int rc = DEXA_OK;                                                                    \
@@ -12,6 +13,58 @@
   if (!var) return rc
 
 static size_t slen(const char *s) { return strlen(s); }
+
+static int reserve(void *buf, size_t *cap, size_t need) {
+  char **b = buf;
+  if (need <= *cap) return DEXA_OK;
+  char *nb = realloc(*b, need);
+  if (!nb) return DEXA_E_NOMEM;
+  *b = nb;
+  *cap = need;
+  return DEXA_OK;
+}
+
+/* Binds a session-data value: packed (value_pack.h) when that makes it
+ * smaller, else as the JSON text it is. The packed bytes live in the
+ * connection until the statement has run. */
+static int bind_value(sq_conn *c, sqlite3_stmt *st, int i, const char *v, size_t n) {
+  size_t bound = dexa__value_pack_bound(n);
+  if (reserve(&c->packbuf, &c->packcap, bound) != DEXA_OK) return DEXA_E_NOMEM;
+  size_t packed = dexa__value_pack(v, n, c->packbuf);
+  if (packed == 0) return dexa__sq_text(st, i, v, n);
+  return dexa__sq_blob(st, i, (const char *)c->packbuf, packed);
+}
+
+/* Column col of a session-data row as the value it stands for, NUL-
+ * terminated: the column's own text, or a packed value unpacked into *buf.
+ * With copy set a plain value is copied into *buf too (the caller resets
+ * the statement before the value is used). */
+static int column_value(sqlite3_stmt *st, int col, int copy, char **buf, size_t *cap,
+                        const char **v, size_t *n) {
+  if (sqlite3_column_type(st, col) != SQLITE_BLOB && !copy) {
+    const char *t = (const char *)sqlite3_column_text(st, col);
+    *n = (size_t)sqlite3_column_bytes(st, col);
+    *v = t ? t : "";
+    return DEXA_OK;
+  }
+  const unsigned char *p = sqlite3_column_blob(st, col);
+  size_t pn = (size_t)sqlite3_column_bytes(st, col);
+  int packed = dexa__value_is_packed(p, pn);
+  size_t len = pn;
+  if (packed && dexa__value_unpacked_len(p, pn, &len) != DEXA_OK) return DEXA_E_CORRUPT;
+  if (len > SIZE_MAX - DEXA__UNPACK_SLACK || reserve(buf, cap, len + DEXA__UNPACK_SLACK) != DEXA_OK) {
+    return DEXA_E_NOMEM;
+  }
+  if (packed) {
+    if (dexa__value_unpack(p, pn, *buf, len) != DEXA_OK) return DEXA_E_CORRUPT;
+  } else if (len) {
+    memcpy(*buf, p, len);
+  }
+  (*buf)[len] = '\0';
+  *v = *buf;
+  *n = len;
+  return DEXA_OK;
+}
 
 int dexa__sq_session_insert(dexa__store_conn *c, const char *id, const char *flow_type,
                             int64_t created_ms, const char *settings, size_t settings_len) {
@@ -116,27 +169,12 @@ int dexa__sq_attr_get(dexa__store_conn *c, const char *sid, const char *key, siz
   dexa__sq_blob(st, 2, key, klen);
   int r = sqlite3_step(st);
   if (r == SQLITE_ROW) {
-    const char *p = (const char *)sqlite3_column_blob(st, 0);
-    size_t n = (size_t)sqlite3_column_bytes(st, 0);
-    /* Copy out so the statement can be reset at once: an open statement
+    /* Copied out so the statement can be reset at once: an open statement
      * would keep a read snapshot and pin the WAL. */
-    if (n + 1 > sc->valcap) {
-      char *nb = realloc(sc->valbuf, n + 1);
-      if (!nb) {
-        rc = DEXA_E_NOMEM;
-        goto cleanup;
-      }
-      sc->valbuf = nb;
-      sc->valcap = n + 1;
-    }
-    if (n) memcpy(sc->valbuf, p, n);
-    sc->valbuf[n] = '\0';
-    *val = sc->valbuf;
-    *vlen = n;
+    rc = column_value(st, 0, 1, &sc->valbuf, &sc->valcap, val, vlen);
   } else {
     rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r);
   }
-cleanup:
   sqlite3_reset(st);
   return rc;
 }
@@ -146,8 +184,8 @@ int dexa__sq_attr_put(dexa__store_conn *c, const char *sid, const char *key, siz
   STMT(st, c, SQ_ATTR_PUT);
   dexa__sq_text(st, 1, sid, slen(sid));
   dexa__sq_blob(st, 2, key, klen);
-  dexa__sq_text(st, 3, val, vlen);
-  return dexa__sq_exec(st);
+  rc = bind_value((sq_conn *)c, st, 3, val, vlen);
+  return rc == DEXA_OK ? dexa__sq_exec(st) : rc;
 }
 
 int dexa__sq_attr_delete(dexa__store_conn *c, const char *sid, const char *key, size_t klen) {
@@ -169,6 +207,7 @@ static size_t prefix_upper(const char *prefix, size_t plen, char *out) {
 
 int dexa__sq_attr_scan(dexa__store_conn *c, const char *sid, const char *prefix, size_t plen,
                        dexa_attr_visit_fn visit, void *ctx) {
+  sq_conn *sc = (sq_conn *)c;
   char *upper = malloc(plen + 1);
   if (!upper) return DEXA_E_NOMEM;
   size_t ulen = prefix_upper(prefix, plen, upper);
@@ -183,9 +222,11 @@ int dexa__sq_attr_scan(dexa__store_conn *c, const char *sid, const char *prefix,
   while ((r = sqlite3_step(st)) == SQLITE_ROW) {
     const char *k = (const char *)sqlite3_column_blob(st, 0);
     size_t kn = (size_t)sqlite3_column_bytes(st, 0);
-    const char *v = (const char *)sqlite3_column_blob(st, 1);
-    size_t vn = (size_t)sqlite3_column_bytes(st, 1);
-    int vr = visit(ctx, k ? k : "", kn, v ? v : "", vn);
+    const char *v;
+    size_t vn;
+    rc = column_value(st, 1, 0, &sc->rowbuf, &sc->rowcap, &v, &vn);
+    if (rc != DEXA_OK) break;
+    int vr = visit(ctx, k ? k : "", kn, v, vn);
     if (vr < 0) rc = vr;
     if (vr != 0) break;
   }
@@ -201,8 +242,8 @@ int dexa__sq_chan_push(dexa__store_conn *c, const char *sid, const char *ch, siz
   STMT(st, c, SQ_CHAN_PUSH);
   dexa__sq_text(st, 1, sid, slen(sid));
   dexa__sq_blob(st, 2, ch, chlen);
-  dexa__sq_text(st, 3, val ? val : "null", val ? vlen : 4);
-  return dexa__sq_exec(st);
+  rc = bind_value((sq_conn *)c, st, 3, val ? val : "null", val ? vlen : 4);
+  return rc == DEXA_OK ? dexa__sq_exec(st) : rc;
 }
 
 int dexa__sq_chan_count(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
@@ -219,6 +260,7 @@ int dexa__sq_chan_count(dexa__store_conn *c, const char *sid, const char *ch, si
 
 int dexa__sq_chan_take(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
                        int64_t n, dexa__value_visit_fn visit, void *ctx) {
+  sq_conn *sc = (sq_conn *)c;
   int64_t last = -1;
   {
     STMT(st, c, SQ_CHAN_PEEK);
@@ -228,8 +270,10 @@ int dexa__sq_chan_take(dexa__store_conn *c, const char *sid, const char *ch, siz
     int r = SQLITE_DONE;
     while (rc == DEXA_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
       last = sqlite3_column_int64(st, 0);
-      const char *v = (const char *)sqlite3_column_text(st, 1);
-      rc = visit(ctx, last, v ? v : "null", (size_t)sqlite3_column_bytes(st, 1));
+      const char *v;
+      size_t vn;
+      rc = column_value(st, 1, 0, &sc->rowbuf, &sc->rowcap, &v, &vn);
+      if (rc == DEXA_OK) rc = visit(ctx, last, v, vn);
     }
     if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
     sqlite3_reset(st);
@@ -247,8 +291,8 @@ int dexa__sq_event_append(dexa__store_conn *c, const char *sid, int64_t seq, con
   STMT(st, c, SQ_EVENT_APPEND);
   dexa__sq_text(st, 1, sid, slen(sid));
   sqlite3_bind_int64(st, 2, seq);
-  dexa__sq_text(st, 3, json, len);
-  return dexa__sq_exec(st);
+  rc = bind_value((sq_conn *)c, st, 3, json, len);
+  return rc == DEXA_OK ? dexa__sq_exec(st) : rc;
 }
 
 int dexa__sq_event_trim(dexa__store_conn *c, const char *sid, int64_t upto_seq) {
@@ -260,15 +304,17 @@ int dexa__sq_event_trim(dexa__store_conn *c, const char *sid, int64_t upto_seq) 
 
 int dexa__sq_event_read(dexa__store_conn *c, const char *sid, int64_t after_seq, int32_t limit,
                         dexa__value_visit_fn visit, void *ctx) {
+  sq_conn *sc = (sq_conn *)c;
   STMT(st, c, SQ_EVENT_READ);
   dexa__sq_text(st, 1, sid, slen(sid));
   sqlite3_bind_int64(st, 2, after_seq);
   sqlite3_bind_int(st, 3, limit);
   int r = SQLITE_DONE;
   while (rc == DEXA_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
-    const char *v = (const char *)sqlite3_column_text(st, 1);
-    rc = visit(ctx, sqlite3_column_int64(st, 0), v ? v : "null",
-               (size_t)sqlite3_column_bytes(st, 1));
+    const char *v;
+    size_t vn;
+    rc = column_value(st, 1, 0, &sc->rowbuf, &sc->rowcap, &v, &vn);
+    if (rc == DEXA_OK) rc = visit(ctx, sqlite3_column_int64(st, 0), v, vn);
   }
   if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
   sqlite3_reset(st);

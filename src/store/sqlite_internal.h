@@ -57,6 +57,10 @@ typedef struct sq_conn {
   sqlite3_stmt *stmts[SQ_COUNT];
   char *valbuf; /* attr_get's borrowed copy */
   size_t valcap;
+  char *rowbuf; /* a visited row's unpacked value */
+  size_t rowcap;
+  unsigned char *packbuf; /* the packed form of the value being written */
+  size_t packcap;
 } sq_conn;
 
 /* The store's background WAL checkpoints (sqlite_checkpoint.c). */

@@ -1,4 +1,5 @@
-/* Replays the corpus of the model fuzz targets (test/fuzz/corpus/<target>/)
+/* Replays the corpus of the decoder fuzz targets: model streams and packed
+ * store values (test/fuzz/corpus/<target>/)
  * through the same entry points libFuzzer calls, so `make check` (and its
  * ASan build) runs every input a fuzzing session kept. Each target's
  * LLVMFuzzerTestOneInput is included here under its own name. */
@@ -7,6 +8,9 @@
 
 #include "testing.h"
 
+#define LLVMFuzzerTestOneInput fuzz_value_pack_one
+#include "fuzz/fuzz_value_pack.c"
+#undef LLVMFuzzerTestOneInput
 #define LLVMFuzzerTestOneInput fuzz_model_sse_one
 #include "fuzz/fuzz_model_sse.c"
 #undef LLVMFuzzerTestOneInput
@@ -60,6 +64,7 @@ REPLAY_TEST(fuzz_model_sse)
 REPLAY_TEST(fuzz_model_openai_responses)
 REPLAY_TEST(fuzz_model_openai_chat)
 REPLAY_TEST(fuzz_model_anthropic)
+REPLAY_TEST(fuzz_value_pack)
 
 /* Every input of every corpus also goes through every target: a decoder
  * fed another provider's stream must fail cleanly, never crash. */
@@ -78,5 +83,6 @@ int main(void) {
   RUN(replay_fuzz_model_openai_chat);
   RUN(replay_fuzz_model_anthropic);
   RUN(cross_replay);
+  RUN(replay_fuzz_value_pack);
   TEST_MAIN_END();
 }

@@ -2,6 +2,7 @@
  * table keep their own orders; a version 1 file (separate tables) is
  * migrated on open with nothing lost; a newer version is refused. */
 #include <pthread.h>
+#include <stdint.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,9 +40,14 @@ static dexa__store_conn *store_connect(dexa__store **s) {
   int rc;
   char err[256] = "";
   *s = open_store(&rc, err, sizeof err);
-  CHECK_EQ_INT(rc, DEXA_OK);
   dexa__store_conn *c = NULL;
-  if (*s) CHECK_EQ_INT((*s)->ops->conn_open(*s, &c), DEXA_OK);
+  if (rc == DEXA_OK) rc = (*s)->ops->conn_open(*s, &c);
+  if (rc != DEXA_OK) {
+    fprintf(stderr, "    store: %s %s\n", dexa_strerror(rc), err);
+    t_current_failed = 1;
+    if (*s) (*s)->ops->close(*s);
+    *s = NULL;
+  }
   return c;
 }
 
@@ -91,6 +97,15 @@ static int64_t count_rows(const char *sql) {
   sqlite3_finalize(st);
   sqlite3_close(db);
   return n;
+}
+
+/* Runs sql on the file at path with a connection of its own. */
+static int make_file(const char *sql) {
+  sqlite3 *db = NULL;
+  int r = sqlite3_open(path, &db);
+  if (r == SQLITE_OK) r = sqlite3_exec(db, sql, NULL, NULL, NULL);
+  sqlite3_close(db);
+  return r;
 }
 
 /* ---- one table, three orders -------------------------------------------------- */
@@ -255,8 +270,14 @@ static void test_wal_is_checkpointed_off_the_commit_path(void) {
   dexa__store *s = NULL;
   dexa__store_conn *c = open_conn("ckpt", &s);
   if (!c) return;
+  /* Random letters: packing cannot shrink them, so every commit writes
+   * its full 8 KB. */
   static char value[8000];
-  memset(value, 'v', sizeof value);
+  uint32_t state = 1;
+  for (size_t i = 0; i < sizeof value; i++) {
+    state = state * 1664525u + 1013904223u;
+    value[i] = (char)('a' + (state >> 8) % 26);
+  }
   char key[32];
   long wal_max = 0;
   int rc = DEXA_OK;
@@ -278,6 +299,83 @@ static void test_wal_is_checkpointed_off_the_commit_path(void) {
   CHECK(wal_max > 0);
   CHECK(wal_max < 9L * 1024 * 1024);
   CHECK(file_size("") > 10L * 1024 * 1024);
+}
+
+/* ---- packed values ---------------------------------------------------------------- */
+
+static const char big_event[] =
+    "{\"type\":\"tool_call_finished\",\"at\":1796058801284,\"call_id\":\"call_read_a_1\","
+    "\"name\":\"read_a\",\"status\":\"ok\",\"seq\":4}";
+
+/* Session data is stored packed (value_pack.h) and every read gives back
+ * the bytes written; rows stored as plain text, as older files and short
+ * values have them, read back as well. */
+static void test_values_are_stored_packed_and_read_as_written(void) {
+  dexa__store *s = NULL;
+  dexa__store_conn *c = open_conn("packed", &s);
+  if (!c) return;
+  size_t n = sizeof big_event - 1;
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "s1", "F", 1, "{}", 2), DEXA_OK);
+  CHECK_EQ_INT(c->ops->attr_put(c, "s1", "a/1", 3, big_event, n), DEXA_OK);
+  CHECK_EQ_INT(c->ops->attr_put(c, "s1", "a/2", 3, "{}", 2), DEXA_OK);
+  CHECK_EQ_INT(c->ops->chan_push(c, "s1", "q", 1, big_event, n), DEXA_OK);
+  CHECK_EQ_INT(c->ops->event_append(c, "s1", 1, big_event, n), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  close_conn(s, c);
+  CHECK_EQ_INT(count_rows("SELECT count(*) FROM session_data WHERE typeof(value) = 'blob'"
+                          " AND length(value) < 80"),
+               3);
+  CHECK_EQ_INT(count_rows("SELECT count(*) FROM session_data WHERE typeof(value) = 'text'"), 1);
+  /* A plain row as a version 1 file migrated or an older build wrote it. */
+  char sql[600];
+  snprintf(sql, sizeof sql,
+           "INSERT INTO session_data(skey, kind, key, seq, value) VALUES"
+           " ((SELECT skey FROM sessions WHERE session_id = 's1'), 2, x'', 2, '%s')",
+           big_event);
+  CHECK_EQ_INT(make_file(sql), SQLITE_OK);
+
+  c = store_connect(&s);
+  if (!c) return;
+  const char *v = NULL;
+  size_t vn = 0;
+  CHECK_EQ_INT(c->ops->attr_get(c, "s1", "a/1", 3, &v, &vn), DEXA_OK);
+  CHECK_EQ_INT(vn, n);
+  CHECK_STR(v, big_event);
+  seen attrs = {"", 0}, events = {"", 0}, queue = {"", 0};
+  CHECK_EQ_INT(c->ops->attr_scan(c, "s1", "a/", 2, see_attr, &attrs), DEXA_OK);
+  CHECK_EQ_INT(c->ops->event_read(c, "s1", 0, 10, see_value, &events), DEXA_OK);
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->chan_take(c, "s1", "q", 1, 5, see_value, &queue), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  close_conn(s, c);
+  char want[1024];
+  snprintf(want, sizeof want, "a/1=%s,a/2={}", big_event);
+  CHECK_STR(attrs.text, want);
+  snprintf(want, sizeof want, "1:%s,2:%s", big_event, big_event);
+  CHECK_STR(events.text, want);
+  snprintf(want, sizeof want, "1:%s", big_event);
+  CHECK_STR(queue.text, want);
+}
+
+/* A damaged packed value is reported as corruption, not returned. */
+static void test_a_damaged_packed_value_reads_as_corrupt(void) {
+  dexa__store *s = NULL;
+  dexa__store_conn *c = open_conn("damaged", &s);
+  if (!c) return;
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "s1", "F", 1, "{}", 2), DEXA_OK);
+  CHECK_EQ_INT(c->ops->attr_put(c, "s1", "a", 1, big_event, sizeof big_event - 1), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  close_conn(s, c);
+  CHECK_EQ_INT(make_file("UPDATE session_data SET value = substr(value, 1, length(value) - 3)"),
+               SQLITE_OK);
+  c = store_connect(&s);
+  if (!c) return;
+  const char *v = NULL;
+  size_t vn = 0;
+  CHECK_EQ_INT(c->ops->attr_get(c, "s1", "a", 1, &v, &vn), DEXA_E_CORRUPT);
+  close_conn(s, c);
 }
 
 /* ---- versions ------------------------------------------------------------------- */
@@ -317,14 +415,6 @@ static const char v1_file[] =
     " NULL, NULL, NULL, 0, NULL, 0, 0);"
     "INSERT INTO events VALUES('old', 1, '{\"type\":\"a\"}');"
     "INSERT INTO events VALUES('old', 2, '{\"type\":\"b\"}');";
-
-static int make_file(const char *sql) {
-  sqlite3 *db = NULL;
-  int r = sqlite3_open(path, &db);
-  if (r == SQLITE_OK) r = sqlite3_exec(db, sql, NULL, NULL, NULL);
-  sqlite3_close(db);
-  return r;
-}
 
 static void test_version_1_file_is_migrated_with_nothing_lost(void) {
   fresh_path("v1");
@@ -403,6 +493,8 @@ int main(void) {
   RUN(test_writes_for_an_unknown_session_are_refused);
   RUN(test_a_writer_waits_for_another_writer);
   RUN(test_wal_is_checkpointed_off_the_commit_path);
+  RUN(test_values_are_stored_packed_and_read_as_written);
+  RUN(test_a_damaged_packed_value_reads_as_corrupt);
   RUN(test_version_1_file_is_migrated_with_nothing_lost);
   RUN(test_newer_version_is_refused_and_left_alone);
   RUN(test_a_file_that_is_not_a_database_is_refused);
