@@ -45,6 +45,12 @@ typedef struct dexa_runtime_options {
    * from the head. 0 keeps every event. Default 10000. (Appended field: a
    * struct_size without it gets the default.) */
   int64_t events_retained;
+  /* Memory for the session cache: the attributes of recently used
+   * sessions, kept so that a Step reads its session without the database
+   * (checked against the session's data version on each Step, so it is
+   * never stale, even with other processes on the same store). 0 turns it
+   * off. Default 64 MiB. (Appended field.) */
+  int64_t session_cache_bytes;
 } dexa_runtime_options;
 
 DEXA_EXTERN int dexa_runtime_options_init(dexa_runtime_options *options, size_t struct_size);

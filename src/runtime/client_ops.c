@@ -119,7 +119,7 @@ static int rpc_run(dexa_runtime *rt, dexa__store_conn *c, rpc_arg *a, int apply)
   dexa__session_row s;
   int rc = c->ops->session_get(c, a->sid, &s);
   if (rc != DEXA_OK) return rc;
-  dexa__reader reader = {rt, a->sid, c, NULL, 0};
+  dexa__reader reader = {.rt = rt, .session_id = a->sid, .conn = c};
   dexa__sink_ctx sink = {rt, a->sid, s.event_seq};
   a->event_seq = s.event_seq;
   dexa__session_row_free(&s);

@@ -1,11 +1,15 @@
 /* The attribute reader handed to dexa_dispatch. Inside a write transaction
- * (locked steps, RPCs) it reads through that transaction; otherwise each
- * callback borrows a pooled read connection (WAL: never blocks the writer)
- * and runs as its own statement, so a long model call pins no snapshot. */
+ * (locked steps, RPCs) it reads through that transaction. Otherwise it
+ * reads the session cache (store/session_cache.h) after checking, once per
+ * dispatch, that the cache holds the session's current version (loading
+ * it when not); what the cache cannot answer, a pooled read connection
+ * does (WAL: never blocks the writer), each callback as its own statement,
+ * so a long model call pins no snapshot. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/runtime_internal.h"
+#include "store/session_cache.h"
 
 int dexa__pool_acquire(dexa_runtime *rt, dexa__store_conn **out) {
   pthread_mutex_lock(&rt->pool_mu);
@@ -50,14 +54,41 @@ static int copy_out(dexa__reader *r, const char *v, size_t n, const char **value
   return DEXA_OK;
 }
 
+/* A pooled reader's first read. A claimed task knows the data version its
+ * claim saw; when the cache holds that version or a newer one (it does
+ * after this process wrote the session last), nothing is read. Otherwise
+ * one indexed read gives the session's version, and the whole session is
+ * read only when the cache lacks that. */
+static void open_view(dexa__reader *r) {
+  if (r->view != 0) return;
+  r->view = -1;
+  dexa__session_cache *cache = r->rt->store->cache;
+  if (!cache) return;
+  if (r->claimed_ver > 0 && dexa__session_cache_holds(cache, r->session_id, r->claimed_ver)) {
+    r->ver = r->claimed_ver;
+    r->view = 1;
+    return;
+  }
+  dexa__store_conn *c = NULL;
+  if (dexa__pool_acquire(r->rt, &c) != DEXA_OK) return;
+  if (dexa__session_cache_load(cache, c, r->session_id, &r->ver) == DEXA_OK) r->view = 1;
+  dexa__pool_release(r->rt, c);
+}
+
 int dexa__reader_get(void *user, const char *key, size_t key_len, const char **value,
                      size_t *value_len) {
   dexa__reader *r = user;
   if (!key || !value || !value_len) return DEXA_E_INVALID_ARG;
   if (r->conn)
     return r->conn->ops->attr_get(r->conn, r->session_id, key, key_len, value, value_len);
+  open_view(r);
+  int rc = DEXA__CACHE_MISS;
+  if (r->view == 1)
+    rc = dexa__session_cache_get(r->rt->store->cache, r->session_id, r->ver, key, key_len,
+                                 &r->buf, &r->cap, value, value_len);
+  if (rc != DEXA__CACHE_MISS) return rc;
   dexa__store_conn *c = NULL;
-  int rc = dexa__pool_acquire(r->rt, &c);
+  rc = dexa__pool_acquire(r->rt, &c);
   if (rc != DEXA_OK) return rc;
   const char *v = NULL;
   size_t n = 0;
@@ -74,8 +105,14 @@ int dexa__reader_scan(void *user, const char *prefix, size_t prefix_len,
   if (!prefix) prefix = "";
   if (r->conn)
     return r->conn->ops->attr_scan(r->conn, r->session_id, prefix, prefix_len, visit, visit_ctx);
+  open_view(r);
+  int rc = DEXA__CACHE_MISS;
+  if (r->view == 1)
+    rc = dexa__session_cache_scan(r->rt->store->cache, r->session_id, r->ver, prefix, prefix_len,
+                                  &r->scanbuf, &r->scancap, visit, visit_ctx);
+  if (rc != DEXA__CACHE_MISS) return rc;
   dexa__store_conn *c = NULL;
-  int rc = dexa__pool_acquire(r->rt, &c);
+  rc = dexa__pool_acquire(r->rt, &c);
   if (rc != DEXA_OK) return rc;
   rc = c->ops->attr_scan(c, r->session_id, prefix, prefix_len, visit, visit_ctx);
   dexa__pool_release(r->rt, c);
@@ -84,6 +121,8 @@ int dexa__reader_scan(void *user, const char *prefix, size_t prefix_len,
 
 void dexa__reader_free(dexa__reader *r) {
   free(r->buf);
-  r->buf = NULL;
-  r->cap = 0;
+  free(r->scanbuf);
+  r->buf = r->scanbuf = NULL;
+  r->cap = r->scancap = 0;
+  r->view = 0;
 }

@@ -14,6 +14,9 @@
 
 /* The 1.0 size: every field up to clock_user_data. */
 #define OPTIONS_V1_SIZE (offsetof(dexa_runtime_options, clock_user_data) + sizeof(void *))
+/* 64 MiB: a session at 10 turns holds about 30 KB of attributes, so a few
+ * thousand active sessions fit. */
+#define DEFAULT_SESSION_CACHE_BYTES ((size_t)64 << 20)
 
 DEXA_EXTERN int dexa_runtime_options_init(dexa_runtime_options *o, size_t struct_size) {
   if (!o) return DEXA_E_INVALID_ARG;
@@ -24,6 +27,8 @@ DEXA_EXTERN int dexa_runtime_options_init(dexa_runtime_options *o, size_t struct
   o->lease_ms = 10000;
   if (n >= offsetof(dexa_runtime_options, events_retained) + sizeof(int64_t))
     o->events_retained = 10000;
+  if (n >= offsetof(dexa_runtime_options, session_cache_bytes) + sizeof(int64_t))
+    o->session_cache_bytes = DEFAULT_SESSION_CACHE_BYTES;
   return DEXA_OK;
 }
 
@@ -152,8 +157,17 @@ static void copy_options(dexa_runtime *rt, const dexa_runtime_options *o) {
     rt->events_retained = o->events_retained < 0 ? 0 : o->events_retained;
 }
 
+/* The session cache's bound: from options that have the field, else the
+ * default. */
+static size_t session_cache_bytes(const dexa_runtime_options *o) {
+  if (!o || o->struct_size < offsetof(dexa_runtime_options, session_cache_bytes) + sizeof(int64_t))
+    return DEFAULT_SESSION_CACHE_BYTES;
+  return o->session_cache_bytes > 0 ? (size_t)o->session_cache_bytes : 0;
+}
+
 static int open_store(dexa_runtime *rt, const dexa_runtime_options *o, char *errmsg, size_t n) {
-  dexa__store_config cfg = {o ? o->store : NULL, o ? o->sqlite_synchronous : NULL};
+  dexa__store_config cfg = {o ? o->store : NULL, o ? o->sqlite_synchronous : NULL,
+                            session_cache_bytes(o)};
   int rc = dexa__store_open(&rt->store, &cfg, errmsg, n);
   if (rc == DEXA_OK) rc = rt->store->ops->conn_open(rt->store, &rt->writer);
   if (rc != DEXA_OK && errmsg && !*errmsg) snprintf(errmsg, n, "cannot open the store: %s", dexa_strerror(rc));

@@ -106,6 +106,16 @@ typedef struct dexa__reader {
   dexa__store_conn *conn; /* inside a write transaction; NULL: a pooled reader */
   char *buf;              /* borrowed copy for pooled gets */
   size_t cap;
+  /* A pooled reader checks the session cache once, at its first read:
+   * 1 when the cache holds the session at version ver (or newer), -1 when
+   * it reads the store, 0 before. */
+  int view;
+  int64_t ver;
+  /* A claimed task's: the data version its claim saw (0: unknown), which
+   * spares the first read a query when the cache holds it. */
+  int64_t claimed_ver;
+  char *scanbuf; /* the cache's copy of a scanned range */
+  size_t scancap;
 } dexa__reader;
 
 int dexa__reader_get(void *user, const char *key, size_t key_len, const char **value,
@@ -359,7 +369,7 @@ int dexa__dispatch_call(dexa_runtime *rt, const dexa_call *call, dexa_result **r
 
 /* tasks.c */
 int dexa__task_new(dexa_runtime *rt, const dexa__step_row *row, int64_t event_seq,
-                   dexa_task **out);
+                   int64_t data_ver, dexa_task **out);
 void dexa__task_free(dexa_task *t);
 /* Completes task with res (NULL: failed with code rc_dispatch). */
 int dexa__task_finish(dexa_runtime *rt, dexa_task *task, const dexa_result *res,

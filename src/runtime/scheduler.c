@@ -100,7 +100,7 @@ int dexa__run_inline(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
   dexa__session_row s;
   int rc = c->ops->session_get(c, row->session_id, &s);
   if (rc != DEXA_OK) return rc;
-  dexa__reader reader = {rt, row->session_id, c, NULL, 0};
+  dexa__reader reader = {.rt = rt, .session_id = row->session_id, .conn = c};
   dexa__sink_ctx sink = {rt, row->session_id, s.event_seq};
   dexa__session_row_free(&s);
   dexa_call call;
@@ -176,7 +176,9 @@ static int claim_row(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
   /* The lease is committed before the method runs: that commit is what
    * makes a single-attempt Step run at most once. */
   dexa_task **slot = cl->task ? &cl->more->items[cl->more->count] : &cl->task;
-  if (rc == DEXA_OK) rc = dexa__task_new(rt, row, s.event_seq, slot);
+  /* The task reads the session as this transaction leaves it: at this data
+   * version or newer (the session cache, without asking the store). */
+  if (rc == DEXA_OK) rc = dexa__task_new(rt, row, s.event_seq, s.data_ver, slot);
   if (rc == DEXA_OK && slot != &cl->task) cl->more->count++;
   dexa__session_row_free(&s);
   return rc;

@@ -6,7 +6,7 @@
 #include "runtime/runtime_internal.h"
 
 int dexa__task_new(dexa_runtime *rt, const dexa__step_row *row, int64_t event_seq,
-                   dexa_task **out) {
+                   int64_t data_ver, dexa_task **out) {
   dexa_task *t = calloc(1, sizeof *t);
   if (!t) return DEXA_E_NOMEM;
   t->rt = rt;
@@ -16,7 +16,7 @@ int dexa__task_new(dexa_runtime *rt, const dexa__step_row *row, int64_t event_se
   dexa__step_opts o;
   (void)dexa__row_opts(rt, &t->row, &o);
   t->deadline_ms = t->row.started_ms + o.timeout_ms;
-  t->reader = (dexa__reader){rt, t->row.session_id, NULL, NULL, 0};
+  t->reader = (dexa__reader){.rt = rt, .session_id = t->row.session_id, .claimed_ver = data_ver};
   t->sink = (dexa__sink_ctx){rt, t->row.session_id, event_seq};
   dexa__call_for_row(rt, &t->call, &t->row, t->row.started_ms);
   t->call.attr_user_data = &t->reader;

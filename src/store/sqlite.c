@@ -34,7 +34,7 @@ static const char *const sql_text[SQ_COUNT] = {
                           " event_seq, step_ord, settings, skey) VALUES(?1, ?2, ?3, 0, 0, 0, ?4,"
                           " (SELECT coalesce(max(skey), 0) + 1 FROM sessions))"
                           " ON CONFLICT(session_id) DO NOTHING",
-    [SQ_SESSION_GET] = "SELECT flow_type, created_ms, status, event_seq FROM sessions"
+    [SQ_SESSION_GET] = "SELECT flow_type, created_ms, status, event_seq, data_ver FROM sessions"
                        " WHERE session_id = ?1",
     [SQ_SESSION_STATUS] = "UPDATE sessions SET status = ?2 WHERE session_id = ?1",
     /* The counters are read, then set: UPDATE ... RETURNING costs about
@@ -44,6 +44,8 @@ static const char *const sql_text[SQ_COUNT] = {
     [SQ_SESSION_SET_EVENT_SEQ] = "UPDATE sessions SET event_seq = ?2 WHERE session_id = ?1",
     [SQ_SESSION_STEP_ORD] = "SELECT step_ord FROM sessions WHERE session_id = ?1",
     [SQ_SESSION_SET_STEP_ORD] = "UPDATE sessions SET step_ord = ?2 WHERE session_id = ?1",
+    [SQ_SESSION_DATA_VER] = "SELECT data_ver FROM sessions WHERE session_id = ?1",
+    [SQ_SESSION_SET_DATA_VER] = "UPDATE sessions SET data_ver = ?2 WHERE session_id = ?1",
     [SQ_SESSION_LIST_FIRST] = "SELECT session_id, flow_type, created_ms, status, event_seq"
                               " FROM sessions ORDER BY created_ms DESC, session_id DESC"
                               " LIMIT ?1",
@@ -184,20 +186,49 @@ static int exec_simple(dexa__store_conn *base, sq_stmt_id id) {
   return st ? dexa__sq_exec(st) : rc;
 }
 
-static int sq_begin_write(dexa__store_conn *c) { return exec_simple(c, SQ_BEGIN_WRITE); }
+/* The write log follows the transaction: emptied when one begins or
+ * rolls back, marked at each savepoint, published to the session cache
+ * when it commits. */
+static int sq_begin_write(dexa__store_conn *c) {
+  dexa__write_log_clear(&((sq_conn *)c)->log);
+  return exec_simple(c, SQ_BEGIN_WRITE);
+}
+
 static int sq_begin_read(dexa__store_conn *c) { return exec_simple(c, SQ_BEGIN_READ); }
-static int sq_commit(dexa__store_conn *c) { return exec_simple(c, SQ_COMMIT); }
-static int sq_savepoint(dexa__store_conn *c) { return exec_simple(c, SQ_SAVEPOINT); }
-static int sq_release(dexa__store_conn *c) { return exec_simple(c, SQ_RELEASE); }
+
+static int sq_commit(dexa__store_conn *c) {
+  sq_conn *sc = (sq_conn *)c;
+  int rc = exec_simple(c, SQ_COMMIT);
+  if (rc == DEXA_OK && sc->store->base.cache) {
+    dexa__write_log_publish(&sc->log, sc->store->base.cache);
+  } else if (rc == DEXA_OK) {
+    dexa__write_log_clear(&sc->log);
+  }
+  return rc;
+}
+
+static int sq_savepoint(dexa__store_conn *c) {
+  int rc = exec_simple(c, SQ_SAVEPOINT);
+  if (rc == DEXA_OK) dexa__write_log_savepoint(&((sq_conn *)c)->log);
+  return rc;
+}
+
+static int sq_release(dexa__store_conn *c) {
+  int rc = exec_simple(c, SQ_RELEASE);
+  if (rc == DEXA_OK) dexa__write_log_release(&((sq_conn *)c)->log);
+  return rc;
+}
 
 static int sq_rollback(dexa__store_conn *c) {
   sq_conn *sc = (sq_conn *)c;
+  dexa__write_log_clear(&sc->log);
   /* After some errors SQLite has already rolled back; that is not an error. */
   if (sqlite3_get_autocommit(sc->db)) return DEXA_OK;
   return exec_simple(c, SQ_ROLLBACK);
 }
 
 static int sq_rollback_to(dexa__store_conn *c) {
+  dexa__write_log_rollback_to(&((sq_conn *)c)->log);
   int rc = exec_simple(c, SQ_ROLLBACK_TO);
   /* ROLLBACK TO keeps the savepoint open; release it so nesting stays flat. */
   return rc ? rc : exec_simple(c, SQ_RELEASE);
@@ -254,6 +285,7 @@ static int sq_conn_open(dexa__store *base, dexa__store_conn **out) {
   sq_conn *c = calloc(1, sizeof *c);
   if (!c) return DEXA_E_NOMEM;
   c->base.ops = &dexa__sqlite_ops;
+  c->store = s;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
   int r = sqlite3_open_v2(s->path, &c->db, flags, NULL);
   if (r == SQLITE_OK) sqlite3_extended_result_codes(c->db, 1);
@@ -275,6 +307,7 @@ static void sq_conn_close(dexa__store_conn *base) {
   free(c->valbuf);
   free(c->rowbuf);
   free(c->packbuf);
+  dexa__write_log_free(&c->log);
   free(c);
 }
 
@@ -335,6 +368,7 @@ static void sq_close(dexa__store *base) {
   sq_store *s = (sq_store *)base;
   if (!s) return;
   dexa__sq_checkpointer_free(s->checkpointer);
+  dexa__session_cache_free(s->base.cache);
   if (s->wal_fd >= 0) close(s->wal_fd);
   pthread_mutex_destroy(&s->sync_mu);
   if (s->temporary) remove_files(s->path);
@@ -363,7 +397,8 @@ static int create_schema(sq_store *s, char *errmsg, size_t n) {
 }
 
 int dexa__sqlite_open(dexa__store **out, const char *path, int temporary,
-                      const char *synchronous, char *errmsg, size_t errmsg_size) {
+                      const dexa__store_config *cfg, char *errmsg, size_t errmsg_size) {
+  const char *synchronous = cfg->synchronous;
   *out = NULL;
   sq_store *s = calloc(1, sizeof *s);
   if (!s) return DEXA_E_NOMEM;
@@ -374,7 +409,9 @@ int dexa__sqlite_open(dexa__store **out, const char *path, int temporary,
   s->wal_fd = -1;
   pthread_mutex_init(&s->sync_mu, NULL);
   s->path = strdup(path);
-  if (!s->path || dexa__sq_checkpointer_new(&s->checkpointer) != DEXA_OK) {
+  if (!s->path || dexa__sq_checkpointer_new(&s->checkpointer) != DEXA_OK ||
+      (cfg->cache_bytes && dexa__session_cache_new(cfg->cache_bytes, &s->base.cache) != DEXA_OK)) {
+    dexa__sq_checkpointer_free(s->checkpointer);
     pthread_mutex_destroy(&s->sync_mu);
     free(s->path);
     free(s);
@@ -403,6 +440,7 @@ const dexa__store_ops dexa__sqlite_ops = {
     .session_set_status = dexa__sq_session_set_status,
     .session_bump_events = dexa__sq_session_bump_events,
     .session_next_ord = dexa__sq_session_next_ord,
+    .session_data_version = dexa__sq_session_data_version,
     .session_list = dexa__sq_session_list,
     .attr_get = dexa__sq_attr_get,
     .attr_put = dexa__sq_attr_put,

@@ -95,6 +95,7 @@ int dexa__sq_session_get(dexa__store_conn *c, const char *id, dexa__session_row 
   if (r == SQLITE_ROW) {
     out->session_id = strdup(id);
     rc = out->session_id ? fill_session(st, 0, out) : DEXA_E_NOMEM;
+    out->data_ver = sqlite3_column_int64(st, 4);
   } else {
     rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r);
   }
@@ -139,6 +140,27 @@ int dexa__sq_session_bump_events(dexa__store_conn *c, const char *id, int64_t n,
 int dexa__sq_session_next_ord(dexa__store_conn *c, const char *id, int64_t *ord) {
   return bump(c, SQ_SESSION_STEP_ORD, SQ_SESSION_SET_STEP_ORD, id, 1, ord);
 }
+
+int dexa__sq_session_data_version(dexa__store_conn *c, const char *id, int64_t *ver) {
+  STMT(st, c, SQ_SESSION_DATA_VER);
+  dexa__sq_text(st, 1, id, slen(id));
+  int r = sqlite3_step(st);
+  if (r == SQLITE_ROW) *ver = sqlite3_column_int64(st, 0);
+  rc = r == SQLITE_ROW ? DEXA_OK : (r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r));
+  sqlite3_reset(st);
+  return rc;
+}
+
+/* Before the transaction's first attribute write of a session: raises the
+ * session's data version (store.h), which tells every cache in every
+ * process that what it holds of the session is old. */
+static int raise_data_version(sq_conn *c, const char *sid) {
+  if (!dexa__write_log_needs_bump(&c->log, sid)) return DEXA_OK;
+  int64_t after;
+  int rc = bump(&c->base, SQ_SESSION_DATA_VER, SQ_SESSION_SET_DATA_VER, sid, 1, &after);
+  if (rc == DEXA_OK) dexa__write_log_bumped(&c->log, sid, after);
+  return rc;
+}
 int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *before_id,
                           int32_t limit, dexa__session_visit_fn visit, void *ctx) {
   STMT(st, c, before_id ? SQ_SESSION_LIST_AFTER : SQ_SESSION_LIST_FIRST);
@@ -181,18 +203,30 @@ int dexa__sq_attr_get(dexa__store_conn *c, const char *sid, const char *key, siz
 
 int dexa__sq_attr_put(dexa__store_conn *c, const char *sid, const char *key, size_t klen,
                       const char *val, size_t vlen) {
-  STMT(st, c, SQ_ATTR_PUT);
+  sq_conn *sc = (sq_conn *)c;
+  int rc = raise_data_version(sc, sid);
+  if (rc != DEXA_OK) return rc;
+  sqlite3_stmt *st = dexa__sq_stmt(sc, SQ_ATTR_PUT, &rc);
+  if (!st) return rc;
   dexa__sq_text(st, 1, sid, slen(sid));
   dexa__sq_blob(st, 2, key, klen);
-  rc = bind_value((sq_conn *)c, st, 3, val, vlen);
-  return rc == DEXA_OK ? dexa__sq_exec(st) : rc;
+  rc = bind_value(sc, st, 3, val, vlen);
+  if (rc == DEXA_OK) rc = dexa__sq_exec(st);
+  if (rc == DEXA_OK) dexa__write_log_write(&sc->log, sid, key, klen, val, vlen);
+  return rc;
 }
 
 int dexa__sq_attr_delete(dexa__store_conn *c, const char *sid, const char *key, size_t klen) {
-  STMT(st, c, SQ_ATTR_DELETE);
+  sq_conn *sc = (sq_conn *)c;
+  int rc = raise_data_version(sc, sid);
+  if (rc != DEXA_OK) return rc;
+  sqlite3_stmt *st = dexa__sq_stmt(sc, SQ_ATTR_DELETE, &rc);
+  if (!st) return rc;
   dexa__sq_text(st, 1, sid, slen(sid));
   dexa__sq_blob(st, 2, key, klen);
-  return dexa__sq_exec(st);
+  rc = dexa__sq_exec(st);
+  if (rc == DEXA_OK) dexa__write_log_write(&sc->log, sid, key, klen, NULL, 0);
+  return rc;
 }
 
 /* The smallest key greater than every key with this prefix: the prefix with

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "store/write_log.h"
 
 /* Every statement the backend runs; prepared once per connection. */
 typedef enum sq_stmt_id {
@@ -24,6 +25,8 @@ typedef enum sq_stmt_id {
   SQ_SESSION_SET_EVENT_SEQ,
   SQ_SESSION_STEP_ORD,
   SQ_SESSION_SET_STEP_ORD,
+  SQ_SESSION_DATA_VER,
+  SQ_SESSION_SET_DATA_VER,
   SQ_SESSION_LIST_FIRST,
   SQ_SESSION_LIST_AFTER,
   SQ_ATTR_GET,
@@ -51,8 +54,11 @@ typedef enum sq_stmt_id {
   SQ_COUNT
 } sq_stmt_id;
 
+typedef struct sq_store sq_store;
+
 typedef struct sq_conn {
   dexa__store_conn base; /* first: the store code casts between them */
+  sq_store *store;
   sqlite3 *db;
   sqlite3_stmt *stmts[SQ_COUNT];
   char *valbuf; /* attr_get's borrowed copy */
@@ -61,12 +67,13 @@ typedef struct sq_conn {
   size_t rowcap;
   unsigned char *packbuf; /* the packed form of the value being written */
   size_t packcap;
+  dexa__write_log log; /* the open transaction's attribute writes */
 } sq_conn;
 
 /* The store's background WAL checkpoints (sqlite_checkpoint.c). */
 typedef struct sq_checkpointer sq_checkpointer;
 
-typedef struct sq_store {
+struct sq_store {
   dexa__store base;
   char *path;
   int temporary; /* remove the files at close */
@@ -74,7 +81,7 @@ typedef struct sq_store {
   /* sync: a descriptor of the WAL file, reopened if the file was replaced */
   pthread_mutex_t sync_mu;
   int wal_fd;
-} sq_store;
+};
 
 extern const dexa__store_ops dexa__sqlite_ops;
 
@@ -106,6 +113,7 @@ int dexa__sq_session_get(dexa__store_conn *c, const char *id, dexa__session_row 
 int dexa__sq_session_set_status(dexa__store_conn *c, const char *id, int32_t status);
 int dexa__sq_session_bump_events(dexa__store_conn *c, const char *id, int64_t n, int64_t *seq);
 int dexa__sq_session_next_ord(dexa__store_conn *c, const char *id, int64_t *ord);
+int dexa__sq_session_data_version(dexa__store_conn *c, const char *id, int64_t *ver);
 int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *before_id,
                           int32_t limit, dexa__session_visit_fn visit, void *ctx);
 int dexa__sq_attr_get(dexa__store_conn *c, const char *sid, const char *key, size_t klen,

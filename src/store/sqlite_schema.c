@@ -30,13 +30,13 @@
 #include "dexagents/errors.h"
 #include "store/sqlite_internal.h"
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
-static const char create_v2[] =
+static const char create_v3[] =
     "CREATE TABLE IF NOT EXISTS sessions(session_id TEXT NOT NULL PRIMARY KEY,"
     " flow_type TEXT NOT NULL, created_ms INTEGER NOT NULL, status INTEGER NOT NULL,"
     " event_seq INTEGER NOT NULL, step_ord INTEGER NOT NULL, settings TEXT,"
-    " skey INTEGER NOT NULL) WITHOUT ROWID;"
+    " skey INTEGER NOT NULL, data_ver INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS sessions_created ON sessions(created_ms, session_id);"
     "CREATE UNIQUE INDEX IF NOT EXISTS sessions_skey ON sessions(skey);"
     "CREATE TABLE IF NOT EXISTS session_data(skey INTEGER NOT NULL, kind INTEGER NOT NULL,"
@@ -50,8 +50,8 @@ static const char create_v2[] =
     " started_ms INTEGER NOT NULL, PRIMARY KEY(session_id, exec_id)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS steps_due ON steps(due_ms) WHERE due_ms IS NOT NULL;";
 
-/* Version 1 sessions get their skey (in creation order) before the version
- * 2 tables and indexes exist; their rows move over after. */
+/* Version 1 sessions get their skey (in creation order) before the newer
+ * tables and indexes exist; their rows move over after. */
 static const char migrate_v1_sessions[] =
     "ALTER TABLE sessions ADD COLUMN skey INTEGER;"
     "CREATE TEMP TABLE dexa_skeys(session_id TEXT PRIMARY KEY, skey INTEGER NOT NULL);"
@@ -60,6 +60,11 @@ static const char migrate_v1_sessions[] =
     "UPDATE sessions SET skey = (SELECT skey FROM temp.dexa_skeys AS k"
     " WHERE k.session_id = sessions.session_id);"
     "DROP TABLE temp.dexa_skeys;";
+
+/* Version 3 adds the data version of each session (store.h), which the
+ * session cache checks. */
+static const char migrate_v2_sessions[] =
+    "ALTER TABLE sessions ADD COLUMN data_ver INTEGER NOT NULL DEFAULT 0;";
 
 static const char migrate_v1_data[] =
     "INSERT INTO session_data(skey, kind, key, seq, value)"
@@ -111,7 +116,8 @@ static int upgrade(sqlite3 *db, int version, char *errmsg, size_t n) {
                 " WITHOUT ROWID",
                 errmsg, n);
   if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1_sessions, errmsg, n);
-  if (rc == DEXA_OK) rc = exec(db, create_v2, errmsg, n);
+  if (rc == DEXA_OK && (version == 1 || version == 2)) rc = exec(db, migrate_v2_sessions, errmsg, n);
+  if (rc == DEXA_OK) rc = exec(db, create_v3, errmsg, n);
   if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1_data, errmsg, n);
   if (rc != DEXA_OK) return rc == DEXA_E_ALREADY_EXISTS ? DEXA_E_CORRUPT : rc;
   char sql[128];

@@ -79,9 +79,11 @@ int dexa__store_open(dexa__store **out, const dexa__store_config *cfg, char *err
       if (errmsg) snprintf(errmsg, errmsg_size, "cannot create a temporary store file");
       return DEXA_E_IO;
     }
-    int rc = dexa__sqlite_open(out, path, 1, "normal", errmsg, errmsg_size);
+    dexa__store_config private_cfg = *cfg;
+    private_cfg.synchronous = "normal";
+    int rc = dexa__sqlite_open(out, path, 1, &private_cfg, errmsg, errmsg_size);
     if (rc != DEXA_OK) unlink(path);
     return rc;
   }
-  return dexa__sqlite_open(out, uri, 0, cfg->synchronous, errmsg, errmsg_size);
+  return dexa__sqlite_open(out, uri, 0, cfg, errmsg, errmsg_size);
 }

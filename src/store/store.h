@@ -70,6 +70,7 @@ typedef struct dexa__session_row {
   int64_t created_ms;
   int32_t status; /* DEXA__SESSION_* */
   int64_t event_seq; /* sequence of the newest durable event (0: none) */
+  int64_t data_ver;  /* session_get only: see session_data_version */
 } dexa__session_row;
 
 void dexa__session_row_free(dexa__session_row *row);
@@ -101,6 +102,11 @@ typedef struct dexa__store_ops {
   int (*session_set_status)(dexa__store_conn *c, const char *id, int32_t status);
   int (*session_bump_events)(dexa__store_conn *c, const char *id, int64_t n, int64_t *seq);
   int (*session_next_ord)(dexa__store_conn *c, const char *id, int64_t *ord);
+  /* The session's data version: raised by one by every write transaction
+   * that puts or deletes any of its attributes (attr_put and attr_delete
+   * do it, once per transaction), in any process. The session cache
+   * (session_cache.h) is valid for a session while it holds this version. */
+  int (*session_data_version)(dexa__store_conn *c, const char *id, int64_t *ver);
   /* Newest first, strictly older than (before_ms, before_id) unless
    * before_id is NULL. */
   int (*session_list)(dexa__store_conn *c, int64_t before_ms, const char *before_id,
@@ -174,11 +180,15 @@ struct dexa__store {
    * the caller must call sync before it tells anyone the commit happened
    * (the runtime does, on its own thread, while the next batch is written). */
   int sync_after_commit;
+  /* The backend's session cache: its commits put their attribute writes
+   * in; readers use it through dexa__session_cache_load/get/scan. */
+  struct dexa__session_cache *cache;
 };
 
 typedef struct dexa__store_config {
   const char *uri;         /* "sqlite:PATH", PATH or ":memory:" */
   const char *synchronous; /* "full" (default) or "normal" */
+  size_t cache_bytes;      /* the session cache's bound; 0: none */
 } dexa__store_config;
 
 /* Opens the store named by cfg->uri, creating its schema when missing.
@@ -191,6 +201,6 @@ void dexa__step_rows_free(dexa__step_row *rows, size_t n);
 
 /* SQLite backend entry point (store/sqlite.c). */
 int dexa__sqlite_open(dexa__store **out, const char *path, int temporary,
-                      const char *synchronous, char *errmsg, size_t errmsg_size);
+                      const dexa__store_config *cfg, char *errmsg, size_t errmsg_size);
 
 #endif

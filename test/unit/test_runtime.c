@@ -626,6 +626,67 @@ static void test_state_survives_reopen(void) {
   dexa_runtime_free(rt);
 }
 
+/* Work reads attribute "k" through the dispatch's reader and records what
+ * it saw as "seen". */
+static int h_read_k(fake *f, const dexa_call *c, dexa_result *r) {
+  if (is(c, DEXA_CALL_EXECUTE, "Start")) return base_start(c, r);
+  if (is(c, DEXA_CALL_EXECUTE, "Work")) {
+    const char *v = NULL;
+    size_t n = 0;
+    char seen[256] = "null";
+    if (c->attr_get(c->attr_user_data, "k", 1, &v, &n) == DEXA_OK)
+      snprintf(seen, sizeof seen, "%.*s", (int)n, v);
+    put_write(r, "seen", seen);
+    put_decision(r, "{\"next\":[]}");
+  }
+  return DEXA_OK;
+}
+
+static int put_k(dexa_runtime *rt, const char *value) {
+  char in[128], *out = NULL;
+  size_t n;
+  snprintf(in, sizeof in, "{\"key\":\"k\",\"value\":\"%s\"}", value);
+  int rc = dexa_runtime_call(rt, "s", "put", in, strlen(in), &out, &n);
+  dexa_free(out);
+  return rc;
+}
+
+static int decide_work(dexa_runtime *rt) {
+  const char *d = "{\"decision\":{\"next\":[{\"step\":\"Work\"}]}}";
+  char *out = NULL;
+  size_t n;
+  int rc = dexa_runtime_call(rt, "s", "decide", d, strlen(d), &out, &n);
+  dexa_free(out);
+  return rc;
+}
+
+/* Two runtimes on one store file stand for two processes: a Step claimed
+ * by one reads what the other wrote last, although the first holds the
+ * session in its session cache from an earlier Step. */
+static void test_a_step_reads_what_another_process_wrote(void) {
+  fake fa, fb;
+  dexa_runtime *a = open_rt(&fa, h_read_k), *b = NULL;
+  CHECK(a);
+  fake_init(&fb, h_read_k);
+  CHECK_EQ_INT(fake_open(&b, &fb, DESC, dbpath, 1000, 10000), DEXA_OK);
+  CHECK_EQ_INT(start_with(a, "s", "{}"), DEXA_OK);
+  CHECK_EQ_INT(put_k(a, "one"), DEXA_OK);
+  CHECK_EQ_INT(decide_work(a), DEXA_OK);
+  CHECK_EQ_INT(run_ready(a), 1);
+  CHECK_ATTR(a, "s", "seen", "\"one\"");
+  CHECK_EQ_INT(put_k(b, "two"), DEXA_OK);
+  CHECK_EQ_INT(decide_work(a), DEXA_OK);
+  CHECK_EQ_INT(run_ready(a), 1);
+  CHECK_ATTR(a, "s", "seen", "\"two\"");
+  /* And the other way round, after a's writes moved the version on. */
+  CHECK_EQ_INT(put_k(a, "three"), DEXA_OK);
+  CHECK_EQ_INT(decide_work(b), DEXA_OK);
+  CHECK_EQ_INT(run_ready(b), 1);
+  CHECK_ATTR(b, "s", "seen", "\"three\"");
+  dexa_runtime_free(b);
+  dexa_runtime_free(a);
+}
+
 static void test_list_sessions_pages_newest_first(void) {
   fake f;
   dexa_runtime *rt = open_rt(&f, h_basic);
@@ -708,6 +769,7 @@ int main(void) {
   RUN(test_failed_rpc_changes_nothing);
   RUN(test_bad_decision_counts_as_failed_attempt);
   RUN(test_state_survives_reopen);
+  RUN(test_a_step_reads_what_another_process_wrote);
   RUN(test_list_sessions_pages_newest_first);
   RUN(test_memory_store_and_options);
   unlink(dbpath);

@@ -29,7 +29,7 @@ static void fresh_path(const char *name) {
 
 static dexa__store *open_store(int *rc, char *err, size_t n) {
   dexa__store *s = NULL;
-  dexa__store_config cfg = {path, "normal"};
+  dexa__store_config cfg = {path, "normal", 0};
   *rc = dexa__store_open(&s, &cfg, err, n);
   return s;
 }
@@ -445,7 +445,8 @@ static void test_version_1_file_is_migrated_with_nothing_lost(void) {
   CHECK_EQ_INT(seq, 3);
   CHECK_EQ_INT(ord, 4);
   close_conn(s, c);
-  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 2);
+  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 3);
+  CHECK_EQ_INT(count_rows("SELECT count(*) FROM sessions WHERE data_ver = 0"), 1);
   CHECK_EQ_INT(count_rows("SELECT skey FROM sessions WHERE session_id = 'old'"), 1);
   CHECK_EQ_INT(count_rows("SELECT skey FROM sessions WHERE session_id = 'new'"), 2);
   CHECK_EQ_INT(count_rows("SELECT count(*) FROM sqlite_schema WHERE name IN"
@@ -457,6 +458,44 @@ static void test_version_1_file_is_migrated_with_nothing_lost(void) {
   CHECK(c != NULL);
   close_conn(s, c);
   CHECK_EQ_INT(count_rows("SELECT count(*) FROM session_data"), 6);
+}
+
+/* The version 2 layout: session_data as now, sessions without data_ver. */
+static const char v2_file[] =
+    "PRAGMA journal_mode=WAL;"
+    "CREATE TABLE sessions(session_id TEXT NOT NULL PRIMARY KEY, flow_type TEXT NOT NULL,"
+    " created_ms INTEGER NOT NULL, status INTEGER NOT NULL, event_seq INTEGER NOT NULL,"
+    " step_ord INTEGER NOT NULL, settings TEXT, skey INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE session_data(skey INTEGER NOT NULL, kind INTEGER NOT NULL,"
+    " key BLOB NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL,"
+    " PRIMARY KEY(skey, kind, key, seq)) WITHOUT ROWID;"
+    "CREATE TABLE dexa_meta(key TEXT NOT NULL PRIMARY KEY, value TEXT) WITHOUT ROWID;"
+    "INSERT INTO dexa_meta VALUES('schema_version', '2');"
+    "INSERT INTO sessions VALUES('old', 'F', 5, 0, 0, 0, '{}', 1);"
+    "INSERT INTO session_data VALUES(1, 0, CAST('k' AS BLOB), 0, '\"v\"');";
+
+/* Version 2 gains the data version (store.h), 0 for every session, and a
+ * write raises it. */
+static void test_version_2_file_gets_data_versions(void) {
+  fresh_path("v2");
+  CHECK_EQ_INT(make_file(v2_file), SQLITE_OK);
+  dexa__store *s = NULL;
+  dexa__store_conn *c = store_connect(&s);
+  if (!c) return;
+  int64_t ver = -1;
+  CHECK_EQ_INT(c->ops->session_data_version(c, "old", &ver), DEXA_OK);
+  CHECK_EQ_INT(ver, 0);
+  const char *v = NULL;
+  size_t vn = 0;
+  CHECK_EQ_INT(c->ops->attr_get(c, "old", "k", 1, &v, &vn), DEXA_OK);
+  CHECK_STR(v, "\"v\"");
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->attr_put(c, "old", "k", 1, "1", 1), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_data_version(c, "old", &ver), DEXA_OK);
+  CHECK_EQ_INT(ver, 1);
+  close_conn(s, c);
+  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 3);
 }
 
 static void test_newer_version_is_refused_and_left_alone(void) {
@@ -496,6 +535,7 @@ int main(void) {
   RUN(test_values_are_stored_packed_and_read_as_written);
   RUN(test_a_damaged_packed_value_reads_as_corrupt);
   RUN(test_version_1_file_is_migrated_with_nothing_lost);
+  RUN(test_version_2_file_gets_data_versions);
   RUN(test_newer_version_is_refused_and_left_alone);
   RUN(test_a_file_that_is_not_a_database_is_refused);
   unlink(path);

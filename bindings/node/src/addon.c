@@ -627,6 +627,7 @@ static napi_value js_runtime_new(napi_env env, napi_callback_info info) {
       worker = prop_str(env, argv[1], "workerId");
       o.lease_ms = prop_i64(env, argv[1], "leaseMs", o.lease_ms);
       o.events_retained = prop_i64(env, argv[1], "eventsRetained", o.events_retained);
+      o.session_cache_bytes = prop_i64(env, argv[1], "sessionCacheBytes", o.session_cache_bytes);
     }
   }
   if (store) o.store = store;

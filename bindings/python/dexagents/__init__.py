@@ -336,7 +336,7 @@ class Runtime:
     meanwhile. Close it (or use `with`) before the agent goes away."""
 
     def __init__(self, agent, store=":memory:", workers=2, lease_ms=None, worker_id=None,
-                 events_retained=None, sqlite_synchronous=None):
+                 events_retained=None, sqlite_synchronous=None, session_cache_bytes=None):
         self.agent = agent  # the agent (and its tools) outlive the runtime
         o = ffi.new("dexa_runtime_options *")
         _check(lib.dexa_runtime_options_init(o, ffi.sizeof("dexa_runtime_options")))
@@ -355,6 +355,8 @@ class Runtime:
             o.lease_ms = lease_ms
         if events_retained is not None:
             o.events_retained = events_retained
+        if session_cache_bytes is not None:
+            o.session_cache_bytes = session_cache_bytes
         out = ffi.new("dexa_runtime **")
         err = ffi.new("char[512]")
         _check(lib.dexa_runtime_new(out, agent._h, o, err, 512), _s(err))

@@ -136,6 +136,7 @@ typedef struct dexa_runtime_options {
   dexa_clock_fn clock;
   void *clock_user_data;
   int64_t events_retained;
+  int64_t session_cache_bytes;
 } dexa_runtime_options;
 int dexa_runtime_options_init(dexa_runtime_options *options, size_t struct_size);
 int dexa_runtime_new(dexa_runtime **out, const dexa_agent *agent,
