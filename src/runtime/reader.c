@@ -1,10 +1,11 @@
 /* The attribute reader handed to dexa_dispatch. Inside a write transaction
  * (locked steps, RPCs) it reads through that transaction. Otherwise it
- * reads the session cache (store/session_cache.h) after checking, once per
- * dispatch, that the cache holds the session's current version (loading
- * it when not); what the cache cannot answer, a pooled read connection
- * does (WAL: never blocks the writer), each callback as its own statement,
- * so a long model call pins no snapshot. */
+ * reads the session cache (store/session_cache.h), once it has made sure,
+ * at its first read, that the cache holds the session at the version the
+ * task's claim saw or at the store's current one (loading it if not). What
+ * the cache cannot answer, a pooled read connection does (WAL: never
+ * blocks the writer), each callback as its own statement, so a long model
+ * call pins no snapshot. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -13,8 +13,10 @@ enum {
   MAX_DISTANCE = 65535,
   DICT_HASH_BITS = 12,
   VALUE_HASH_BITS = 10, /* small: the table is cleared for every value */
-  DICT_WAYS = 8,      /* dictionary positions kept per hash: fragments share prefixes */
-  MIN_PACK_INPUT = 24 /* shorter values are stored as they are */
+  DICT_WAYS = 8,       /* dictionary positions kept per hash: fragments share prefixes */
+  MIN_PACK_INPUT = 24, /* shorter values are stored as they are */
+  SKIP_SHIFT = 4,      /* after 16 misses in a row, look at every 2nd position, ... */
+  PROBE_BYTES = 1024   /* a value that saved nothing by then is not packed */
 };
 
 #define DICT dexa__pack_dict_v1
@@ -129,14 +131,23 @@ size_t dexa__value_pack(const char *v, size_t n, unsigned char *out) {
   *o++ = DEXA__PACK_TAG_V1;
   o += put_varint(o, n);
   size_t lit = 0; /* start of the pending literals */
-  size_t i = 0;
+  size_t i = 0, misses = 0;
+  int probed = 0;
   while (i + MIN_MATCH <= n) {
+    /* Incompressible data (random ids, base64, other compressed bytes)
+     * costs little: the search skips ahead the longer it finds nothing,
+     * and gives up if the first PROBE_BYTES saved nothing at all. */
+    if (!probed && i >= PROBE_BYTES) {
+      probed = 1;
+      if ((size_t)(o - out) + (i - lit) >= i) return 0;
+    }
     match m = find_match(in, i, n, head);
     if (m.len == 0) {
       if (i < INT32_MAX) head[hash4(in + i, VALUE_HASH_BITS)] = (int32_t)i;
-      i++;
+      i += 1 + (misses++ >> SKIP_SHIFT);
       continue;
     }
+    misses = 0;
     o = put_sequence(o, in + lit, i - lit, m);
     for (size_t end = i + m.len; i < end; i++) {
       if (i + MIN_MATCH <= n && i < INT32_MAX) head[hash4(in + i, VALUE_HASH_BITS)] = (int32_t)i;
