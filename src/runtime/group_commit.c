@@ -154,6 +154,7 @@ static void sync_and_acknowledge(dexa_runtime *rt, dexa__op *ops) {
 
 static void *syncer_main(void *arg) {
   dexa_runtime *rt = arg;
+  pthread_setname_np(pthread_self(), "dexa-syncer");
   pthread_mutex_lock(&rt->gc_mu);
   for (;;) {
     while (!rt->gc_unsynced_batches && !rt->gc_stop) pthread_cond_wait(&rt->gc_sync_cv, &rt->gc_mu);
@@ -175,6 +176,7 @@ static void *syncer_main(void *arg) {
 
 static void *writer_main(void *arg) {
   dexa_runtime *rt = arg;
+  pthread_setname_np(pthread_self(), "dexa-writer");
   int sync_after = rt->store->sync_after_commit;
   pthread_mutex_lock(&rt->gc_mu);
   for (;;) {

@@ -116,6 +116,7 @@ static void renew_all(dexa_runtime *rt) {
 
 static void *heartbeat_main(void *arg) {
   dexa_runtime *rt = arg;
+  pthread_setname_np(pthread_self(), "dexa-heartbeat");
   int64_t period = rt->lease_ms / 3 > 0 ? rt->lease_ms / 3 : 1;
   pthread_mutex_lock(&rt->mu);
   while (!rt->closing) {

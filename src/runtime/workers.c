@@ -10,6 +10,7 @@
  * next batch claim, so busy workers wait for about one commit per batch. */
 static void *worker_main(void *arg) {
   dexa_runtime *rt = arg;
+  pthread_setname_np(pthread_self(), "dexa-worker");
   dexa_task *t = NULL;
   for (;;) {
     int rc = DEXA_OK;

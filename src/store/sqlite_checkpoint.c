@@ -44,6 +44,7 @@ static void checkpoint_once(sqlite3 *db) {
 
 static void *checkpoint_main(void *arg) {
   sq_checkpointer *k = arg;
+  pthread_setname_np(pthread_self(), "dexa-checkpoint");
   pthread_mutex_lock(&k->mu);
   for (;;) {
     while (!k->wanted && !k->stopping) pthread_cond_wait(&k->cv, &k->mu);
