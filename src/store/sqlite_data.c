@@ -14,12 +14,11 @@
 
 static size_t slen(const char *s) { return strlen(s); }
 
-static int reserve(void *buf, size_t *cap, size_t need) {
-  char **b = buf;
+static int reserve(char **buf, size_t *cap, size_t need) {
   if (need <= *cap) return DEXA_OK;
-  char *nb = realloc(*b, need);
-  if (!nb) return DEXA_E_NOMEM;
-  *b = nb;
+  char *grown = realloc(*buf, need);
+  if (!grown) return DEXA_E_NOMEM;
+  *buf = grown;
   *cap = need;
   return DEXA_OK;
 }
@@ -30,9 +29,9 @@ static int reserve(void *buf, size_t *cap, size_t need) {
 static int bind_value(sq_conn *c, sqlite3_stmt *st, int i, const char *v, size_t n) {
   size_t bound = dexa__value_pack_bound(n);
   if (reserve(&c->packbuf, &c->packcap, bound) != DEXA_OK) return DEXA_E_NOMEM;
-  size_t packed = dexa__value_pack(v, n, c->packbuf);
+  size_t packed = dexa__value_pack(v, n, (unsigned char *)c->packbuf);
   if (packed == 0) return dexa__sq_text(st, i, v, n);
-  return dexa__sq_blob(st, i, (const char *)c->packbuf, packed);
+  return dexa__sq_blob(st, i, c->packbuf, packed);
 }
 
 /* Column col of a session-data row as the value it stands for, NUL-
@@ -161,6 +160,7 @@ static int raise_data_version(sq_conn *c, const char *sid) {
   if (rc == DEXA_OK) dexa__write_log_bumped(&c->log, sid, after);
   return rc;
 }
+
 int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *before_id,
                           int32_t limit, dexa__session_visit_fn visit, void *ctx) {
   STMT(st, c, before_id ? SQ_SESSION_LIST_AFTER : SQ_SESSION_LIST_FIRST);

@@ -65,7 +65,7 @@ typedef struct sq_conn {
   size_t valcap;
   char *rowbuf; /* a visited row's unpacked value */
   size_t rowcap;
-  unsigned char *packbuf; /* the packed form of the value being written */
+  char *packbuf; /* the packed form of the value being written */
   size_t packcap;
   dexa__write_log log; /* the open transaction's attribute writes */
 } sq_conn;
