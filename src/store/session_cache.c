@@ -181,9 +181,18 @@ static void delete_item(entry *e, size_t i) {
 
 static int write_item(entry *e, const dexa__cache_write *w) {
   size_t i = lower_bound(e, w->key, w->klen);
-  int present = found_at(e, i, w->key, w->klen);
-  if (present) delete_item(e, i);
-  return w->val ? insert_item(e, i, w->key, w->klen, w->val, w->vlen) : DEXA_OK;
+  if (!found_at(e, i, w->key, w->klen))
+    return w->val ? insert_item(e, i, w->key, w->klen, w->val, w->vlen) : DEXA_OK;
+  if (!w->val) {
+    delete_item(e, i);
+    return DEXA_OK;
+  }
+  item it; /* a new value for a key already there: replaced in place */
+  if (make_item(&it, w->key, w->klen, w->val, w->vlen) != DEXA_OK) return DEXA_E_NOMEM;
+  e->bytes = e->bytes - e->items[i].vlen + w->vlen;
+  free(e->items[i].key);
+  e->items[i] = it;
+  return DEXA_OK;
 }
 
 /* ---- loading -------------------------------------------------------------- */

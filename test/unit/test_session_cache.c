@@ -112,6 +112,9 @@ static void test_a_commit_raises_the_version_once_and_fills_the_cache(void) {
   CHECK_STR(cached(&a, "s1", v1 + 1, "b"), "2");
   CHECK_STR(cached(&a, "s1", v1 + 1, "a"), "<none>");
   CHECK_STR(cached(&a, "s1", v1 + 2, "b"), "<miss>");
+  /* A new value for a key the cache holds replaces it. */
+  CHECK_EQ_INT(put(&a, "s1", "b", "3"), DEXA_OK);
+  CHECK_STR(cached(&a, "s1", v1 + 2, "b"), "3");
   close_side(&a);
 }
 
