@@ -11,6 +11,7 @@
 
 #include "runtime/runtime_internal.h"
 #include "store/session_cache.h"
+#include "util/buf.h"
 
 int dexa__pool_acquire(dexa_runtime *rt, dexa__store_conn **out) {
   pthread_mutex_lock(&rt->pool_mu);
@@ -42,12 +43,7 @@ void dexa__pool_release(dexa_runtime *rt, dexa__store_conn *c) {
 
 static int copy_out(dexa__reader *r, const char *v, size_t n, const char **value,
                     size_t *value_len) {
-  if (n + 1 > r->cap) {
-    char *nb = realloc(r->buf, n + 1);
-    if (!nb) return DEXA_E_NOMEM;
-    r->buf = nb;
-    r->cap = n + 1;
-  }
+  if (dexa__grow(&r->buf, &r->cap, n + 1) != 0) return DEXA_E_NOMEM;
   if (n) memcpy(r->buf, v, n);
   r->buf[n] = '\0';
   *value = r->buf;

@@ -8,6 +8,7 @@
 
 #include "dexagents/errors.h"
 #include "store/store.h"
+#include "util/buf.h"
 
 enum { BUCKETS = 4096, ITEM_OVERHEAD = 48, ENTRY_OVERHEAD = 128 };
 
@@ -261,15 +262,6 @@ int dexa__session_cache_load(dexa__session_cache *c, dexa__store_conn *conn, con
 
 /* ---- reading -------------------------------------------------------------- */
 
-static int reserve(char **buf, size_t *cap, size_t need) {
-  if (need <= *cap) return DEXA_OK;
-  char *grown = realloc(*buf, need);
-  if (!grown) return DEXA_E_NOMEM;
-  *buf = grown;
-  *cap = need;
-  return DEXA_OK;
-}
-
 int dexa__session_cache_get(dexa__session_cache *c, const char *sid, int64_t ver,
                             const char *key, size_t klen, char **buf, size_t *cap,
                             const char **val, size_t *vlen) {
@@ -279,11 +271,15 @@ int dexa__session_cache_get(dexa__session_cache *c, const char *sid, int64_t ver
   if (e && e->ver >= ver) {
     touch(c, e);
     size_t i = lower_bound(e, key, klen);
-    rc = found_at(e, i, key, klen) ? reserve(buf, cap, e->items[i].vlen + 1) : DEXA_E_NOT_FOUND;
-    if (rc == DEXA_OK) {
+    if (!found_at(e, i, key, klen)) {
+      rc = DEXA_E_NOT_FOUND;
+    } else if (dexa__grow(buf, cap, e->items[i].vlen + 1) != 0) {
+      rc = DEXA_E_NOMEM;
+    } else {
       memcpy(*buf, e->items[i].val, e->items[i].vlen + 1);
       *val = *buf;
       *vlen = e->items[i].vlen;
+      rc = DEXA_OK;
     }
   }
   pthread_mutex_unlock(&c->mu);
@@ -314,7 +310,7 @@ static int copy_range(dexa__session_cache *c, const char *sid, int64_t ver, cons
       total += copied_size(e->items[end].klen, e->items[end].vlen);
       end++;
     }
-    rc = reserve(buf, cap, total ? total : 1);
+    rc = dexa__grow(buf, cap, total ? total : 1) != 0 ? DEXA_E_NOMEM : DEXA_OK;
     for (size_t i = first; rc == DEXA_OK && i < end; i++) {
       const item *it = &e->items[i];
       copied h = {it->klen, it->vlen};

@@ -6,6 +6,7 @@
 
 #include "dexagents/errors.h"
 #include "store/value_pack.h"
+#include "util/buf.h"
 
 #define STMT(var, conn, id)                                                            \
   int rc = DEXA_OK;                                                                    \
@@ -14,21 +15,12 @@
 
 static size_t slen(const char *s) { return strlen(s); }
 
-static int reserve(char **buf, size_t *cap, size_t need) {
-  if (need <= *cap) return DEXA_OK;
-  char *grown = realloc(*buf, need);
-  if (!grown) return DEXA_E_NOMEM;
-  *buf = grown;
-  *cap = need;
-  return DEXA_OK;
-}
-
 /* Binds a session-data value: packed (value_pack.h) when that makes it
  * smaller, else as the JSON text it is. The packed bytes live in the
  * connection until the statement has run. */
 static int bind_value(sq_conn *c, sqlite3_stmt *st, int i, const char *v, size_t n) {
   size_t bound = dexa__value_pack_bound(n);
-  if (reserve(&c->packbuf, &c->packcap, bound) != DEXA_OK) return DEXA_E_NOMEM;
+  if (dexa__grow(&c->packbuf, &c->packcap, bound) != 0) return DEXA_E_NOMEM;
   size_t packed = dexa__value_pack(v, n, (unsigned char *)c->packbuf);
   if (packed == 0) return dexa__sq_text(st, i, v, n);
   return dexa__sq_blob(st, i, c->packbuf, packed);
@@ -51,7 +43,7 @@ static int column_value(sqlite3_stmt *st, int col, int copy, char **buf, size_t 
   int packed = dexa__value_is_packed(p, pn);
   size_t len = pn;
   if (packed && dexa__value_unpacked_len(p, pn, &len) != DEXA_OK) return DEXA_E_CORRUPT;
-  if (len > SIZE_MAX - DEXA__UNPACK_SLACK || reserve(buf, cap, len + DEXA__UNPACK_SLACK) != DEXA_OK) {
+  if (len > SIZE_MAX - DEXA__UNPACK_SLACK || dexa__grow(buf, cap, len + DEXA__UNPACK_SLACK) != 0) {
     return DEXA_E_NOMEM;
   }
   if (packed) {

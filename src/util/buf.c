@@ -153,3 +153,12 @@ char *dexa__buf_steal(dexa__buf *b, size_t *len) {
   memset(b, 0, sizeof *b);
   return p;
 }
+
+int dexa__grow(char **data, size_t *cap, size_t need) {
+  if (need <= *cap) return 0;
+  char *grown = realloc(*data, need);
+  if (!grown) return -1;
+  *data = grown;
+  *cap = need;
+  return 0;
+}

@@ -32,4 +32,8 @@ const char *dexa__buf_cstr(dexa__buf *b);
 /* Hands the bytes over (NUL-terminated, malloc'd); the buffer is reset. */
 char *dexa__buf_steal(dexa__buf *b, size_t *len);
 
+/* Grows a plain malloc'd buffer *data of *cap bytes to at least need
+ * bytes (contents kept). 0, or -1 when out of memory (*data unchanged). */
+int dexa__grow(char **data, size_t *cap, size_t need);
+
 #endif
