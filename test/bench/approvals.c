@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "support/temp_store.h"
+
 #define MAX_SESSIONS 10000
 
 static double now_s(void) {
@@ -214,13 +216,6 @@ int main(int argc, char **argv) {
   waitpid(pid, &status, 0);
   printf("  process spawn to exit            %8.3f s      (LangGraph.js + SQLite: ~1.4 s)\n",
          now_s() - spawn);
-  if (store == tmp) {
-    char p[96];
-    unlink(tmp);
-    snprintf(p, sizeof p, "%s-wal", tmp);
-    unlink(p);
-    snprintf(p, sizeof p, "%s-shm", tmp);
-    unlink(p);
-  }
+  if (store == tmp) temp_store_remove(tmp);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "runtime/runtime_internal.h" /* the task's reader, for a new one per dispatch */
+#include "support/temp_store.h"
 
 /* ---- counting SQLite commits -------------------------------------------
  * The runtime exposes no commit counter, so this program interposes
@@ -277,15 +278,6 @@ static long store_bytes(const char *path) {
   char wal[600];
   snprintf(wal, sizeof wal, "%s-wal", path);
   return file_size(path) + file_size(wal);
-}
-
-static void remove_store(const char *path) {
-  char p[600];
-  unlink(path);
-  snprintf(p, sizeof p, "%s-wal", path);
-  unlink(p);
-  snprintf(p, sizeof p, "%s-shm", path);
-  unlink(p);
 }
 
 static int run_pass(bench *b, int sessions, int turns, const char *store, pass_result *res) {
@@ -546,7 +538,7 @@ static int micro(const char *dir, const char *sync, int64_t cache_bytes, int ite
   if (rc != DEXA_OK) fprintf(stderr, "turns: micro: %s %s\n", dexa_strerror(rc), rt ? dexa_runtime_errmsg(rt) : err);
   dexa_runtime_free(rt);
   dexa_agent_free(agent);
-  remove_store(store);
+  temp_store_remove(store);
   return rc;
 }
 
@@ -594,14 +586,14 @@ int main(int argc, char **argv) {
   char store[600];
   if (store_arg) snprintf(store, sizeof store, "%s", store_arg);
   else snprintf(store, sizeof store, "%s/dexa-bench-w1-%d.db", dir, (int)getpid());
-  remove_store(store);
+  temp_store_remove(store);
   printf("W1: %d sessions x %d turns, %d workers, synchronous=%s, store %s\n", sessions, turns,
          b.workers, b.sync, store);
   printf("    each turn: user message -> model (2 parallel READ tool calls) -> 2 CallTool -> model -> text\n");
   fflush(stdout);
   pass_result r;
   int rc = run_pass(&b, sessions, turns, store, &r);
-  if (!store_arg) remove_store(store);
+  if (!store_arg) temp_store_remove(store);
   if (rc != DEXA_OK) {
     printf("W1 failed: %s\n", dexa_strerror(rc));
     return 1;
@@ -626,10 +618,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++) {
       char gstore[600];
       snprintf(gstore, sizeof gstore, "%s/dexa-bench-w1g-%d-%d.db", dir, (int)getpid(), i);
-      remove_store(gstore);
+      temp_store_remove(gstore);
       pass_result g;
       rc = run_pass(&b, 20, growth_turns[i], gstore, &g);
-      remove_store(gstore);
+      temp_store_remove(gstore);
       if (rc != DEXA_OK) break;
       per_turn[i] = g.bytes_per_session / growth_turns[i];
       printf("    T=%-3d %10.1f KB per session  (%.2f KB per turn; %.0f turns/s)\n", growth_turns[i],

@@ -23,6 +23,7 @@
 #include "dexagents/dexagents.h"
 #include "flow/result.h"
 #include "runtime/runtime_internal.h"
+#include "support/temp_store.h"
 
 typedef struct fake fake;
 typedef int (*fake_handler)(fake *f, const dexa_call *call, dexa_result *r);
@@ -227,15 +228,6 @@ static int run_ready(dexa_runtime *rt) {
   return rc ? -1000 + rc : ran;
 }
 
-static void temp_db(char *buf, size_t n, const char *name) {
-  const char *dir = getenv("TMPDIR");
-  snprintf(buf, n, "%s/dexa-%s-%ld.db", dir && *dir ? dir : "/tmp", name, (long)getpid());
-  char extra[600];
-  unlink(buf);
-  snprintf(extra, sizeof extra, "%s-wal", buf);
-  unlink(extra);
-  snprintf(extra, sizeof extra, "%s-shm", buf);
-  unlink(extra);
-}
+static void temp_db(char *buf, size_t n, const char *name) { temp_store_path(buf, n, name); }
 
 #endif

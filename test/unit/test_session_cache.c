@@ -12,20 +12,15 @@
 #include "dexagents/errors.h"
 #include "store/session_cache.h"
 #include "store/store.h"
+#include "support/temp_store.h"
 #include "testing.h"
 
 static char path[512];
 
 static void fresh_path(const char *name) {
-  const char *dir = getenv("TMPDIR");
-  snprintf(path, sizeof path, "%s/dexa-cache-%s-%ld.db", dir && *dir ? dir : "/tmp", name,
-           (long)getpid());
-  const char *suffixes[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    char p[600];
-    snprintf(p, sizeof p, "%s%s", path, suffixes[i]);
-    unlink(p);
-  }
+  char file[64];
+  snprintf(file, sizeof file, "cache-%s", name);
+  temp_store_path(path, sizeof path, file);
 }
 
 typedef struct side {

@@ -11,20 +11,15 @@
 
 #include "dexagents/errors.h"
 #include "store/store.h"
+#include "support/temp_store.h"
 #include "testing.h"
 
 static char path[512];
 
 static void fresh_path(const char *name) {
-  const char *dir = getenv("TMPDIR");
-  snprintf(path, sizeof path, "%s/dexa-store-%s-%ld.db", dir && *dir ? dir : "/tmp", name,
-           (long)getpid());
-  char extra[600];
-  unlink(path);
-  snprintf(extra, sizeof extra, "%s-wal", path);
-  unlink(extra);
-  snprintf(extra, sizeof extra, "%s-shm", path);
-  unlink(extra);
+  char file[64];
+  snprintf(file, sizeof file, "store-%s", name);
+  temp_store_path(path, sizeof path, file);
 }
 
 static dexa__store *open_store(int *rc, char *err, size_t n) {
