@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/buf.h"
+
 struct dexa__logged_bump {
   char *sid;
   int64_t after;
@@ -21,18 +23,6 @@ struct dexa__log_mark {
   size_t nbumps, nwrites;
 };
 
-/* Makes room for one more element of size elem in *arr. */
-static int grow(void *arr, size_t n, size_t *cap, size_t elem) {
-  void **a = arr;
-  if (n < *cap) return 0;
-  size_t c = *cap ? *cap * 2 : 8;
-  void *p = realloc(*a, c * elem);
-  if (!p) return -1;
-  *a = p;
-  *cap = c;
-  return 0;
-}
-
 static size_t find_bump(const dexa__write_log *log, const char *sid) {
   for (size_t i = log->nbumps; i > 0; i--) {
     if (strcmp(log->bumps[i - 1].sid, sid) == 0) return i - 1;
@@ -46,7 +36,8 @@ int dexa__write_log_needs_bump(const dexa__write_log *log, const char *sid) {
 
 void dexa__write_log_bumped(dexa__write_log *log, const char *sid, int64_t after) {
   char *copy = strdup(sid);
-  if (!copy || grow(&log->bumps, log->nbumps, &log->bumps_cap, sizeof *log->bumps) != 0) {
+  if (!copy ||
+      dexa__grow_array(&log->bumps, log->nbumps, &log->bumps_cap, sizeof *log->bumps) != 0) {
     free(copy);
     log->broken = 1;
     return;
@@ -60,7 +51,7 @@ void dexa__write_log_write(dexa__write_log *log, const char *sid, const char *ke
   if (!val) vlen = 0;
   char *block = malloc(klen + vlen + 1);
   if (bump == SIZE_MAX || !block ||
-      grow(&log->writes, log->nwrites, &log->writes_cap, sizeof *log->writes) != 0) {
+      dexa__grow_array(&log->writes, log->nwrites, &log->writes_cap, sizeof *log->writes) != 0) {
     free(block);
     log->broken = 1;
     return;
@@ -76,7 +67,7 @@ static void truncate_to(dexa__write_log *log, size_t nbumps, size_t nwrites) {
 }
 
 void dexa__write_log_savepoint(dexa__write_log *log) {
-  if (grow(&log->marks, log->nmarks, &log->marks_cap, sizeof *log->marks) != 0) {
+  if (dexa__grow_array(&log->marks, log->nmarks, &log->marks_cap, sizeof *log->marks) != 0) {
     /* Without a mark a rollback cannot be followed: the log is broken, and
      * the mark count still has to match the savepoints. */
     log->broken = 1;

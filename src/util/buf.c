@@ -154,6 +154,20 @@ char *dexa__buf_steal(dexa__buf *b, size_t *len) {
   return p;
 }
 
+int dexa__grow_array(void *arr, size_t n, size_t *cap, size_t elem) {
+  if (n < *cap) return 0;
+  size_t c = *cap ? *cap * 2 : 8;
+  if (c > SIZE_MAX / elem) return -1;
+  /* arr points at a T *, not a void *: copy the pointer, not alias it. */
+  void *old;
+  memcpy(&old, arr, sizeof old);
+  void *p = realloc(old, c * elem);
+  if (!p) return -1;
+  memcpy(arr, &p, sizeof p);
+  *cap = c;
+  return 0;
+}
+
 int dexa__grow(char **data, size_t *cap, size_t need) {
   if (need <= *cap) return 0;
   char *grown = realloc(*data, need);

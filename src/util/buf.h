@@ -35,5 +35,9 @@ char *dexa__buf_steal(dexa__buf *b, size_t *len);
 /* Grows a plain malloc'd buffer *data of *cap bytes to at least need
  * bytes (contents kept). 0, or -1 when out of memory (*data unchanged). */
 int dexa__grow(char **data, size_t *cap, size_t need);
+/* Makes room for one more element of elem bytes in the array *arr of n
+ * elements and *cap capacity, doubling it (8 at first). 0, or -1 when out
+ * of memory (*arr unchanged). */
+int dexa__grow_array(void *arr, size_t n, size_t *cap, size_t elem);
 
 #endif
