@@ -16,9 +16,11 @@
 /* The SQL is plain enough for PostgreSQL too (partial indexes, scalar
  * subqueries); only the BEGIN form, WITHOUT ROWID and INSERT OR REPLACE
  * (ON CONFLICT ... DO UPDATE there) differ. */
-/* session_data is keyed by the session's skey (sqlite_schema.c); a
+/* session_data is keyed by the session's skey (sqlite_schema.c). A write
+ * transaction knows it from its session memo and binds it; otherwise the
  * statement finds it from the session id once, as a constant subquery. */
-#define SKEY "(SELECT skey FROM sessions WHERE session_id = ?1)"
+#define SKEY "coalesce(?20, (SELECT skey FROM sessions WHERE session_id = ?1))"
+_Static_assert(DEXA__SQ_SKEY_PARAM == 20, "SKEY's parameter");
 
 static const char *const sql_text[SQ_COUNT] = {
     [SQ_BEGIN_WRITE] = "BEGIN IMMEDIATE",
@@ -34,18 +36,14 @@ static const char *const sql_text[SQ_COUNT] = {
                           " event_seq, step_ord, settings, skey) VALUES(?1, ?2, ?3, 0, 0, 0, ?4,"
                           " (SELECT coalesce(max(skey), 0) + 1 FROM sessions))"
                           " ON CONFLICT(session_id) DO NOTHING",
-    [SQ_SESSION_GET] = "SELECT flow_type, created_ms, status, event_seq, data_ver FROM sessions"
-                       " WHERE session_id = ?1",
+    [SQ_SESSION_GET] = "SELECT flow_type, created_ms, status, event_seq, data_ver, step_ord, skey"
+                       " FROM sessions WHERE session_id = ?1",
     [SQ_SESSION_STATUS] = "UPDATE sessions SET status = ?2 WHERE session_id = ?1",
-    /* The counters are read, then set: UPDATE ... RETURNING costs about
-     * five times as much (it builds an ephemeral table per run). Both run
-     * inside the write transaction, so nothing changes between them. */
-    [SQ_SESSION_EVENT_SEQ] = "SELECT event_seq FROM sessions WHERE session_id = ?1",
-    [SQ_SESSION_SET_EVENT_SEQ] = "UPDATE sessions SET event_seq = ?2 WHERE session_id = ?1",
-    [SQ_SESSION_STEP_ORD] = "SELECT step_ord FROM sessions WHERE session_id = ?1",
-    [SQ_SESSION_SET_STEP_ORD] = "UPDATE sessions SET step_ord = ?2 WHERE session_id = ?1",
+    /* A transaction raises the counters in its session memo and writes
+     * them with this once, before it commits (session_memo.h). */
+    [SQ_SESSION_SET_COUNTERS] = "UPDATE sessions SET event_seq = ?2, step_ord = ?3, data_ver = ?4"
+                                " WHERE session_id = ?1",
     [SQ_SESSION_DATA_VER] = "SELECT data_ver FROM sessions WHERE session_id = ?1",
-    [SQ_SESSION_SET_DATA_VER] = "UPDATE sessions SET data_ver = ?2 WHERE session_id = ?1",
     [SQ_SESSION_LIST_FIRST] = "SELECT session_id, flow_type, created_ms, status, event_seq"
                               " FROM sessions ORDER BY created_ms DESC, session_id DESC"
                               " LIMIT ?1",
@@ -186,49 +184,70 @@ static int exec_simple(dexa__store_conn *base, sq_stmt_id id) {
   return st ? dexa__sq_exec(st) : rc;
 }
 
-/* The write log follows the transaction: emptied when one begins or
- * rolls back, marked at each savepoint, published to the session cache
- * when it commits. */
+/* The write log and the session memo follow the transaction: emptied when
+ * one begins or rolls back, marked at each savepoint. At commit the memo's
+ * counters are written first, and the write log goes to the session cache
+ * after. */
+static void end_transaction(sq_conn *c) {
+  dexa__write_log_clear(&c->log);
+  dexa__session_memo_clear(&c->memo);
+  c->writing = 0;
+}
+
 static int sq_begin_write(dexa__store_conn *c) {
-  dexa__write_log_clear(&((sq_conn *)c)->log);
-  return exec_simple(c, SQ_BEGIN_WRITE);
+  sq_conn *sc = (sq_conn *)c;
+  end_transaction(sc);
+  int rc = exec_simple(c, SQ_BEGIN_WRITE);
+  sc->writing = rc == DEXA_OK;
+  return rc;
 }
 
 static int sq_begin_read(dexa__store_conn *c) { return exec_simple(c, SQ_BEGIN_READ); }
 
 static int sq_commit(dexa__store_conn *c) {
   sq_conn *sc = (sq_conn *)c;
-  int rc = exec_simple(c, SQ_COMMIT);
-  if (rc == DEXA_OK && sc->store->base.cache) {
-    dexa__write_log_publish(&sc->log, sc->store->base.cache);
-  } else if (rc == DEXA_OK) {
-    dexa__write_log_clear(&sc->log);
-  }
+  int rc = dexa__sq_session_write_counters(sc);
+  if (rc == DEXA_OK) rc = exec_simple(c, SQ_COMMIT);
+  /* A failed COMMIT leaves the transaction to the caller's rollback. */
+  if (rc != DEXA_OK) return rc;
+  if (sc->store->base.cache) dexa__write_log_publish(&sc->log, sc->store->base.cache);
+  end_transaction(sc);
   return rc;
 }
 
 static int sq_savepoint(dexa__store_conn *c) {
+  sq_conn *sc = (sq_conn *)c;
+  if (dexa__session_memo_savepoint(&sc->memo) != 0) return DEXA_E_NOMEM;
   int rc = exec_simple(c, SQ_SAVEPOINT);
-  if (rc == DEXA_OK) dexa__write_log_savepoint(&((sq_conn *)c)->log);
+  if (rc == DEXA_OK)
+    dexa__write_log_savepoint(&sc->log);
+  else
+    dexa__session_memo_release(&sc->memo);
   return rc;
 }
 
 static int sq_release(dexa__store_conn *c) {
+  sq_conn *sc = (sq_conn *)c;
   int rc = exec_simple(c, SQ_RELEASE);
-  if (rc == DEXA_OK) dexa__write_log_release(&((sq_conn *)c)->log);
+  if (rc == DEXA_OK) {
+    dexa__write_log_release(&sc->log);
+    dexa__session_memo_release(&sc->memo);
+  }
   return rc;
 }
 
 static int sq_rollback(dexa__store_conn *c) {
   sq_conn *sc = (sq_conn *)c;
-  dexa__write_log_clear(&sc->log);
+  end_transaction(sc);
   /* After some errors SQLite has already rolled back; that is not an error. */
   if (sqlite3_get_autocommit(sc->db)) return DEXA_OK;
   return exec_simple(c, SQ_ROLLBACK);
 }
 
 static int sq_rollback_to(dexa__store_conn *c) {
-  dexa__write_log_rollback_to(&((sq_conn *)c)->log);
+  sq_conn *sc = (sq_conn *)c;
+  dexa__write_log_rollback_to(&sc->log);
+  dexa__session_memo_rollback_to(&sc->memo);
   int rc = exec_simple(c, SQ_ROLLBACK_TO);
   /* ROLLBACK TO keeps the savepoint open; release it so nesting stays flat. */
   return rc ? rc : exec_simple(c, SQ_RELEASE);
@@ -312,6 +331,7 @@ static void sq_conn_close(dexa__store_conn *base) {
   free(c->rowbuf);
   free(c->packbuf);
   dexa__write_log_free(&c->log);
+  dexa__session_memo_free(&c->memo);
   free(c);
 }
 

@@ -78,61 +78,136 @@ static int fill_session(sqlite3_stmt *st, int first, dexa__session_row *out) {
   return rc;
 }
 
-int dexa__sq_session_get(dexa__store_conn *c, const char *id, dexa__session_row *out) {
-  memset(out, 0, sizeof *out);
+/* The session's row as the open transaction sees it: from the memo, or
+ * read now and kept there. */
+static int memo_row(sq_conn *c, const char *id, dexa__memo_row **out) {
+  *out = dexa__session_memo_find(&c->memo, id);
+  if (*out) return DEXA_OK;
   STMT(st, c, SQ_SESSION_GET);
   dexa__sq_text(st, 1, id, slen(id));
   int r = sqlite3_step(st);
   if (r == SQLITE_ROW) {
-    out->session_id = strdup(id);
-    rc = out->session_id ? fill_session(st, 0, out) : DEXA_E_NOMEM;
-    out->data_ver = sqlite3_column_int64(st, 4);
+    const char *flow = (const char *)sqlite3_column_text(st, 0);
+    dexa__memo_row row = {strdup(id), strdup(flow ? flow : ""), sqlite3_column_int64(st, 6),
+                          sqlite3_column_int64(st, 1), sqlite3_column_int(st, 2),
+                          sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 5),
+                          sqlite3_column_int64(st, 4), 0};
+    *out = row.session_id && row.flow_type ? dexa__session_memo_add(&c->memo, &row) : NULL;
+    if (!*out) {
+      free(row.session_id);
+      free(row.flow_type);
+      rc = DEXA_E_NOMEM;
+    }
   } else {
     rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r);
   }
   sqlite3_reset(st);
-  if (rc != DEXA_OK) dexa__session_row_free(out);
   return rc;
 }
 
+int dexa__sq_session_write_counters(sq_conn *c) {
+  for (size_t i = 0; i < c->memo.nrows; i++) {
+    dexa__memo_row *row = &c->memo.rows[i];
+    if (!row->dirty) continue;
+    /* Undo-logged: a savepoint rolled back after this write undoes it. */
+    if (dexa__session_memo_will_change(&c->memo, row) != 0) return DEXA_E_NOMEM;
+    STMT(st, c, SQ_SESSION_SET_COUNTERS);
+    dexa__sq_text(st, 1, row->session_id, slen(row->session_id));
+    sqlite3_bind_int64(st, 2, row->event_seq);
+    sqlite3_bind_int64(st, 3, row->step_ord);
+    sqlite3_bind_int64(st, 4, row->data_ver);
+    rc = dexa__sq_exec(st);
+    if (rc != DEXA_OK) return rc;
+    row->dirty = 0;
+  }
+  return DEXA_OK;
+}
+
+/* Ends an operation on the memo. Outside a write transaction nothing is
+ * kept: a change is written at once and the next operation reads anew. */
+static int settle(sq_conn *c, int rc) {
+  if (c->writing) return rc;
+  if (rc == DEXA_OK) rc = dexa__sq_session_write_counters(c);
+  dexa__session_memo_clear(&c->memo);
+  return rc;
+}
+
+/* Binds the session of a session_data statement: its id, and in a write
+ * transaction its skey from the memo, which spares the statement its
+ * lookup of the skey (sqlite.c: SKEY). */
+static int bind_session(dexa__store_conn *c, sqlite3_stmt *st, const char *sid) {
+  sq_conn *sc = (sq_conn *)c;
+  dexa__sq_text(st, 1, sid, slen(sid));
+  if (!sc->writing) return DEXA_OK;
+  dexa__memo_row *row;
+  int rc = memo_row(sc, sid, &row);
+  if (rc == DEXA_OK) sqlite3_bind_int64(st, DEXA__SQ_SKEY_PARAM, row->skey);
+  /* No such session: the statement finds no skey either. */
+  return rc == DEXA_E_NOT_FOUND ? DEXA_OK : rc;
+}
+
+int dexa__sq_session_get(dexa__store_conn *c, const char *id, dexa__session_row *out) {
+  sq_conn *sc = (sq_conn *)c;
+  memset(out, 0, sizeof *out);
+  dexa__memo_row *row;
+  int rc = memo_row(sc, id, &row);
+  if (rc == DEXA_OK) {
+    out->session_id = strdup(id);
+    out->flow_type = strdup(row->flow_type);
+    out->created_ms = row->created_ms;
+    out->status = row->status;
+    out->event_seq = row->event_seq;
+    out->data_ver = row->data_ver;
+    if (!out->session_id || !out->flow_type) rc = DEXA_E_NOMEM;
+  }
+  if (rc != DEXA_OK) dexa__session_row_free(out);
+  return settle(sc, rc);
+}
+
 int dexa__sq_session_set_status(dexa__store_conn *c, const char *id, int32_t status) {
+  sq_conn *sc = (sq_conn *)c;
+  dexa__memo_row *row = dexa__session_memo_find(&sc->memo, id);
+  if (row && dexa__session_memo_will_change(&sc->memo, row) != 0) return DEXA_E_NOMEM;
   STMT(st, c, SQ_SESSION_STATUS);
   dexa__sq_text(st, 1, id, slen(id));
   sqlite3_bind_int(st, 2, status);
-  return dexa__sq_exec(st);
+  rc = dexa__sq_exec(st);
+  if (rc == DEXA_OK && row) row->status = status;
+  return rc;
 }
 
-/* Adds by to the counter that get_id reads and set_id writes; *out gets
- * the new value. Runs inside the caller's write transaction. */
-static int bump(dexa__store_conn *c, sq_stmt_id get_id, sq_stmt_id set_id, const char *id,
-                int64_t by, int64_t *out) {
-  int64_t now = 0;
-  {
-    STMT(st, c, get_id);
-    dexa__sq_text(st, 1, id, slen(id));
-    int r = sqlite3_step(st);
-    if (r == SQLITE_ROW) now = sqlite3_column_int64(st, 0);
-    rc = r == SQLITE_ROW ? DEXA_OK : (r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r));
-    sqlite3_reset(st);
-    if (rc != DEXA_OK) return rc;
-  }
-  STMT(st, c, set_id);
-  dexa__sq_text(st, 1, id, slen(id));
-  sqlite3_bind_int64(st, 2, now + by);
-  rc = dexa__sq_exec(st);
-  if (rc == DEXA_OK) *out = now + by;
+/* The counters the memo holds for the caller to raise, undo-logged. */
+static int counters(sq_conn *c, const char *id, dexa__memo_row **row) {
+  int rc = memo_row(c, id, row);
+  if (rc == DEXA_OK && dexa__session_memo_will_change(&c->memo, *row) != 0) rc = DEXA_E_NOMEM;
+  if (rc == DEXA_OK) (*row)->dirty = 1;
   return rc;
 }
 
 int dexa__sq_session_bump_events(dexa__store_conn *c, const char *id, int64_t n, int64_t *seq) {
-  return bump(c, SQ_SESSION_EVENT_SEQ, SQ_SESSION_SET_EVENT_SEQ, id, n, seq);
+  sq_conn *sc = (sq_conn *)c;
+  dexa__memo_row *row;
+  int rc = counters(sc, id, &row);
+  if (rc == DEXA_OK) *seq = row->event_seq += n;
+  return settle(sc, rc);
 }
 
 int dexa__sq_session_next_ord(dexa__store_conn *c, const char *id, int64_t *ord) {
-  return bump(c, SQ_SESSION_STEP_ORD, SQ_SESSION_SET_STEP_ORD, id, 1, ord);
+  sq_conn *sc = (sq_conn *)c;
+  dexa__memo_row *row;
+  int rc = counters(sc, id, &row);
+  if (rc == DEXA_OK) *ord = ++row->step_ord;
+  return settle(sc, rc);
 }
 
 int dexa__sq_session_data_version(dexa__store_conn *c, const char *id, int64_t *ver) {
+  sq_conn *sc = (sq_conn *)c;
+  if (sc->writing) {
+    dexa__memo_row *row;
+    int rc = memo_row(sc, id, &row);
+    if (rc == DEXA_OK) *ver = row->data_ver;
+    return rc;
+  }
   STMT(st, c, SQ_SESSION_DATA_VER);
   dexa__sq_text(st, 1, id, slen(id));
   int r = sqlite3_step(st);
@@ -147,14 +222,17 @@ int dexa__sq_session_data_version(dexa__store_conn *c, const char *id, int64_t *
  * process that what it holds of the session is old. */
 static int raise_data_version(sq_conn *c, const char *sid) {
   if (!dexa__write_log_needs_bump(&c->log, sid)) return DEXA_OK;
-  int64_t after;
-  int rc = bump(&c->base, SQ_SESSION_DATA_VER, SQ_SESSION_SET_DATA_VER, sid, 1, &after);
-  if (rc == DEXA_OK) dexa__write_log_bumped(&c->log, sid, after);
-  return rc;
+  dexa__memo_row *row;
+  int rc = counters(c, sid, &row);
+  if (rc == DEXA_OK) dexa__write_log_bumped(&c->log, sid, ++row->data_ver);
+  return settle(c, rc);
 }
 
 int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *before_id,
                           int32_t limit, dexa__session_visit_fn visit, void *ctx) {
+  /* The rows are read from the table: it must hold the memo's counters. */
+  int written = dexa__sq_session_write_counters((sq_conn *)c);
+  if (written != DEXA_OK) return written;
   STMT(st, c, before_id ? SQ_SESSION_LIST_AFTER : SQ_SESSION_LIST_FIRST);
   sqlite3_bind_int(st, 1, limit);
   if (before_id) {
@@ -179,7 +257,8 @@ int dexa__sq_attr_get(dexa__store_conn *c, const char *sid, const char *key, siz
                       const char **val, size_t *vlen) {
   sq_conn *sc = (sq_conn *)c;
   STMT(st, c, SQ_ATTR_GET);
-  dexa__sq_text(st, 1, sid, slen(sid));
+  rc = bind_session(c, st, sid);
+  if (rc != DEXA_OK) return rc;
   dexa__sq_blob(st, 2, key, klen);
   int r = sqlite3_step(st);
   if (r == SQLITE_ROW) {
@@ -200,9 +279,9 @@ int dexa__sq_attr_put(dexa__store_conn *c, const char *sid, const char *key, siz
   if (rc != DEXA_OK) return rc;
   sqlite3_stmt *st = dexa__sq_stmt(sc, SQ_ATTR_PUT, &rc);
   if (!st) return rc;
-  dexa__sq_text(st, 1, sid, slen(sid));
+  rc = bind_session(c, st, sid);
   dexa__sq_blob(st, 2, key, klen);
-  rc = bind_value(sc, st, 3, val, vlen);
+  if (rc == DEXA_OK) rc = bind_value(sc, st, 3, val, vlen);
   if (rc == DEXA_OK) rc = dexa__sq_exec(st);
   if (rc == DEXA_OK) dexa__write_log_write(&sc->log, sid, key, klen, val, vlen);
   return rc;
@@ -214,9 +293,9 @@ int dexa__sq_attr_delete(dexa__store_conn *c, const char *sid, const char *key, 
   if (rc != DEXA_OK) return rc;
   sqlite3_stmt *st = dexa__sq_stmt(sc, SQ_ATTR_DELETE, &rc);
   if (!st) return rc;
-  dexa__sq_text(st, 1, sid, slen(sid));
+  rc = bind_session(c, st, sid);
   dexa__sq_blob(st, 2, key, klen);
-  rc = dexa__sq_exec(st);
+  if (rc == DEXA_OK) rc = dexa__sq_exec(st);
   if (rc == DEXA_OK) dexa__write_log_write(&sc->log, sid, key, klen, NULL, 0);
   return rc;
 }
@@ -241,7 +320,8 @@ int dexa__sq_attr_scan(dexa__store_conn *c, const char *sid, const char *prefix,
   sqlite3_stmt *st = dexa__sq_stmt((sq_conn *)c, ulen ? SQ_ATTR_SCAN_RANGE : SQ_ATTR_SCAN_FROM,
                                    &rc);
   if (!st) goto cleanup;
-  dexa__sq_text(st, 1, sid, slen(sid));
+  rc = bind_session(c, st, sid);
+  if (rc != DEXA_OK) goto cleanup;
   dexa__sq_blob(st, 2, prefix, plen);
   if (ulen) dexa__sq_blob(st, 3, upper, ulen);
   int r = SQLITE_DONE;
@@ -266,16 +346,17 @@ cleanup:
 int dexa__sq_chan_push(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
                        const char *val, size_t vlen) {
   STMT(st, c, SQ_CHAN_PUSH);
-  dexa__sq_text(st, 1, sid, slen(sid));
+  rc = bind_session(c, st, sid);
   dexa__sq_blob(st, 2, ch, chlen);
-  rc = bind_value((sq_conn *)c, st, 3, val ? val : "null", val ? vlen : 4);
+  if (rc == DEXA_OK) rc = bind_value((sq_conn *)c, st, 3, val ? val : "null", val ? vlen : 4);
   return rc == DEXA_OK ? dexa__sq_exec(st) : rc;
 }
 
 int dexa__sq_chan_count(dexa__store_conn *c, const char *sid, const char *ch, size_t chlen,
                         int64_t *n) {
   STMT(st, c, SQ_CHAN_COUNT);
-  dexa__sq_text(st, 1, sid, slen(sid));
+  rc = bind_session(c, st, sid);
+  if (rc != DEXA_OK) return rc;
   dexa__sq_blob(st, 2, ch, chlen);
   int r = sqlite3_step(st);
   *n = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
@@ -290,7 +371,7 @@ int dexa__sq_chan_take(dexa__store_conn *c, const char *sid, const char *ch, siz
   int64_t last = -1;
   {
     STMT(st, c, SQ_CHAN_PEEK);
-    dexa__sq_text(st, 1, sid, slen(sid));
+    rc = bind_session(c, st, sid);
     dexa__sq_blob(st, 2, ch, chlen);
     sqlite3_bind_int64(st, 3, n);
     int r = SQLITE_DONE;
@@ -306,33 +387,33 @@ int dexa__sq_chan_take(dexa__store_conn *c, const char *sid, const char *ch, siz
     if (rc != DEXA_OK || last < 0) return rc;
   }
   STMT(del, c, SQ_CHAN_DELETE_UPTO);
-  dexa__sq_text(del, 1, sid, slen(sid));
+  rc = bind_session(c, del, sid);
   dexa__sq_blob(del, 2, ch, chlen);
   sqlite3_bind_int64(del, 3, last);
-  return dexa__sq_exec(del);
+  return rc == DEXA_OK ? dexa__sq_exec(del) : rc;
 }
 
 int dexa__sq_event_append(dexa__store_conn *c, const char *sid, int64_t seq, const char *json,
                           size_t len) {
   STMT(st, c, SQ_EVENT_APPEND);
-  dexa__sq_text(st, 1, sid, slen(sid));
+  rc = bind_session(c, st, sid);
   sqlite3_bind_int64(st, 2, seq);
-  rc = bind_value((sq_conn *)c, st, 3, json, len);
+  if (rc == DEXA_OK) rc = bind_value((sq_conn *)c, st, 3, json, len);
   return rc == DEXA_OK ? dexa__sq_exec(st) : rc;
 }
 
 int dexa__sq_event_trim(dexa__store_conn *c, const char *sid, int64_t upto_seq) {
   STMT(st, c, SQ_EVENT_TRIM);
-  dexa__sq_text(st, 1, sid, slen(sid));
+  rc = bind_session(c, st, sid);
   sqlite3_bind_int64(st, 2, upto_seq);
-  return dexa__sq_exec(st);
+  return rc == DEXA_OK ? dexa__sq_exec(st) : rc;
 }
 
 int dexa__sq_event_read(dexa__store_conn *c, const char *sid, int64_t after_seq, int32_t limit,
                         dexa__value_visit_fn visit, void *ctx) {
   sq_conn *sc = (sq_conn *)c;
   STMT(st, c, SQ_EVENT_READ);
-  dexa__sq_text(st, 1, sid, slen(sid));
+  rc = bind_session(c, st, sid);
   sqlite3_bind_int64(st, 2, after_seq);
   sqlite3_bind_int(st, 3, limit);
   int r = SQLITE_DONE;

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "store/session_memo.h"
 #include "store/write_log.h"
 
 /* Every statement the backend runs; prepared once per connection. */
@@ -21,12 +22,8 @@ typedef enum sq_stmt_id {
   SQ_SESSION_INSERT,
   SQ_SESSION_GET,
   SQ_SESSION_STATUS,
-  SQ_SESSION_EVENT_SEQ,
-  SQ_SESSION_SET_EVENT_SEQ,
-  SQ_SESSION_STEP_ORD,
-  SQ_SESSION_SET_STEP_ORD,
+  SQ_SESSION_SET_COUNTERS,
   SQ_SESSION_DATA_VER,
-  SQ_SESSION_SET_DATA_VER,
   SQ_SESSION_LIST_FIRST,
   SQ_SESSION_LIST_AFTER,
   SQ_ATTR_GET,
@@ -54,6 +51,10 @@ typedef enum sq_stmt_id {
   SQ_COUNT
 } sq_stmt_id;
 
+/* The parameter of a session_data statement that takes the session's skey
+ * when the caller knows it (NULL: looked up from ?1, the session id). */
+#define DEXA__SQ_SKEY_PARAM 20
+
 typedef struct sq_store sq_store;
 
 typedef struct sq_conn {
@@ -67,7 +68,9 @@ typedef struct sq_conn {
   size_t rowcap;
   char *packbuf; /* the packed form of the value being written */
   size_t packcap;
-  dexa__write_log log; /* the open transaction's attribute writes */
+  dexa__write_log log;     /* the open transaction's attribute writes */
+  dexa__session_memo memo; /* the open transaction's session rows */
+  int writing;             /* inside begin_write ... commit or rollback */
 } sq_conn;
 
 /* The store's background WAL checkpoints (sqlite_checkpoint.c). */
@@ -114,6 +117,8 @@ int dexa__sq_session_set_status(dexa__store_conn *c, const char *id, int32_t sta
 int dexa__sq_session_bump_events(dexa__store_conn *c, const char *id, int64_t n, int64_t *seq);
 int dexa__sq_session_next_ord(dexa__store_conn *c, const char *id, int64_t *ord);
 int dexa__sq_session_data_version(dexa__store_conn *c, const char *id, int64_t *ver);
+/* Writes the counters the memo holds changed (before a commit). */
+int dexa__sq_session_write_counters(sq_conn *c);
 int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *before_id,
                           int32_t limit, dexa__session_visit_fn visit, void *ctx);
 int dexa__sq_attr_get(dexa__store_conn *c, const char *sid, const char *key, size_t klen,

@@ -95,7 +95,10 @@ typedef struct dexa__store_ops {
 
   /* Sessions. session_bump_events adds n to event_seq and returns the new
    * value (the last of the n sequence numbers now taken); it and
-   * session_next_ord run only inside a write transaction. */
+   * session_next_ord belong inside a write transaction. A backend may hold
+   * a transaction's counters in memory and write them when it commits
+   * (SQLite: session_memo.h); other connections see them after the commit
+   * either way. */
   int (*session_insert)(dexa__store_conn *c, const char *id, const char *flow_type,
                         int64_t created_ms, const char *settings, size_t settings_len);
   int (*session_get)(dexa__store_conn *c, const char *id, dexa__session_row *out);
