@@ -236,10 +236,8 @@ struct dexa_runtime {
   pthread_cond_t gc_work_cv; /* for the writer: an op was queued */
   pthread_cond_t gc_sync_cv; /* for the syncer: a batch was committed */
   dexa__op *gc_head, *gc_tail;
-  int gc_queued;
   dexa__op *gc_unsynced, *gc_unsynced_tail;
   int gc_unsynced_batches; /* committed, not yet taken by the syncer */
-  int gc_syncing;          /* a sync is under way (writer or syncer) */
   pthread_t gc_writer, gc_syncer;
   int gc_writer_started, gc_writer_running, gc_syncer_started, gc_stop;
 
