@@ -298,6 +298,7 @@ static int apply_pragmas(sq_conn *c, sq_store *s) {
    * savepoint, and past 64 KB SQLite spilled their journal to a temporary
    * file, about 4400 small writes per 100 resumes of W2 (test/bench). */
   sqlite3_exec(c->db, "PRAGMA temp_store=MEMORY", NULL, NULL, NULL);
+  dexa__sq_keep_wal(c->db);
   dexa__sq_checkpoint_hook(s, c->db);
   return DEXA_OK;
 }
@@ -335,10 +336,10 @@ static void sq_conn_close(dexa__store_conn *base) {
   free(c);
 }
 
-/* Keeps s->wal_fd on the current WAL file: SQLite deletes the WAL when the
- * last connection closes (after a checkpoint synced everything into the
- * database) and creates a new one later. A new WAL's directory entry is
- * synced once, so the file itself survives a power loss. */
+/* Keeps s->wal_fd on the current WAL file: the file is kept when the last
+ * connection closes (dexa__sq_keep_wal), but another program or an older
+ * version of the library may delete it and create a new one later. A new
+ * WAL's directory entry is synced once, so the file survives a power loss. */
 static int track_wal(sq_store *s, const char *wal) {
   struct stat now, have;
   if (stat(wal, &now) != 0) {

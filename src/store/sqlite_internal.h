@@ -99,6 +99,8 @@ int dexa__sq_schema_ensure(sqlite3 *db, char *errmsg, size_t n);
 int dexa__sq_checkpointer_new(sq_checkpointer **out);
 void dexa__sq_checkpointer_free(sq_checkpointer *k);
 void dexa__sq_checkpoint_hook(sq_store *s, sqlite3 *db);
+/* Keeps the WAL file when db closes last (sqlite_checkpoint.c). */
+void dexa__sq_keep_wal(sqlite3 *db);
 /* Maps a SQLite result code to DEXA_OK / DEXA_E_*. */
 int dexa__sq_err(int rc);
 /* Steps a statement that returns no row; resets it. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dexagents/errors.h"
@@ -296,6 +297,58 @@ static void test_wal_is_checkpointed_off_the_commit_path(void) {
   CHECK(file_size("") > 10L * 1024 * 1024);
 }
 
+static int put_one(dexa__store_conn *c, const char *sid, const char *key) {
+  int rc = c->ops->begin_write(c);
+  if (rc == DEXA_OK) rc = c->ops->session_insert(c, sid, "F", 1, "{}", 2);
+  if (rc == DEXA_OK) rc = c->ops->attr_put(c, sid, key, strlen(key), "\"v\"", 3);
+  if (rc == DEXA_OK) return c->ops->commit(c);
+  c->ops->rollback(c);
+  return rc;
+}
+
+static long wal_inode(void) {
+  char p[600];
+  struct stat st;
+  snprintf(p, sizeof p, "%s-wal", path);
+  return stat(p, &st) == 0 ? (long)st.st_ino : -1;
+}
+
+/* The WAL file outlives the store, emptied into the database: the database
+ * file alone holds every commit, and the next store writes over the same
+ * WAL file instead of a new one. */
+static void test_the_wal_file_stays_checkpointed_after_close(void) {
+  dexa__store *s = NULL;
+  dexa__store_conn *c = open_conn("keep-wal", &s);
+  if (!c) return;
+  CHECK_EQ_INT(put_one(c, "s1", "k"), DEXA_OK);
+  close_conn(s, c);
+  CHECK(file_size("-wal") > 0);
+  long ino = wal_inode();
+  /* The database file alone, as a copy without its WAL would be. */
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  char uri[600];
+  snprintf(uri, sizeof uri, "file:%s?immutable=1", path);
+  int n = -1;
+  if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, "SELECT count(*) FROM session_data", -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    n = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  CHECK_EQ_INT(n, 1);
+  c = store_connect(&s);
+  if (!c) return;
+  CHECK_EQ_INT(put_one(c, "s2", "k"), DEXA_OK);
+  const char *v = NULL;
+  size_t vn = 0;
+  CHECK_EQ_INT(c->ops->attr_get(c, "s1", "k", 1, &v, &vn), DEXA_OK);
+  close_conn(s, c);
+  CHECK_EQ_INT(wal_inode(), ino);
+  CHECK_EQ_INT(count_rows("SELECT count(*) FROM session_data"), 2);
+  temp_store_remove(path);
+}
+
 /* ---- packed values ---------------------------------------------------------------- */
 
 static const char big_event[] =
@@ -527,6 +580,7 @@ int main(void) {
   RUN(test_writes_for_an_unknown_session_are_refused);
   RUN(test_a_writer_waits_for_another_writer);
   RUN(test_wal_is_checkpointed_off_the_commit_path);
+  RUN(test_the_wal_file_stays_checkpointed_after_close);
   RUN(test_values_are_stored_packed_and_read_as_written);
   RUN(test_a_damaged_packed_value_reads_as_corrupt);
   RUN(test_version_1_file_is_migrated_with_nothing_lost);
