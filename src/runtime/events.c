@@ -38,9 +38,7 @@ void dexa__delta_sink(void *user, const char *json, size_t len) {
   rt->ring[slot] = (dexa__delta){sid, s->seq, ++rt->ring_next_n, copy, len};
   pthread_mutex_unlock(&rt->ring_mu);
   pthread_mutex_lock(&rt->mu);
-  rt->event_gen++;
-  rt->session_gen[dexa__session_bucket(s->session_id)]++;
-  pthread_cond_broadcast(&rt->event_cv);
+  dexa__session_changed(rt, dexa__session_bucket(s->session_id));
   pthread_mutex_unlock(&rt->mu);
 }
 
@@ -180,7 +178,7 @@ static int read_loop(dexa_runtime *rt, dexa__store_conn *c, const char *sid, int
     int rc = collect(rt, c, sid, seq, n, max, it);
     if (rc != DEXA_OK || it->count) return rc;
     if (dexa__mono_ms() >= deadline) return DEXA_OK;
-    dexa__wait_session_change(rt, &rt->event_cv, sid, gen, deadline);
+    dexa__wait_session_change(rt, sid, gen, deadline);
   }
 }
 

@@ -80,15 +80,20 @@ uint64_t dexa__session_gen(dexa_runtime *rt, const char *sid) {
   return g;
 }
 
-void dexa__wait_session_change(dexa_runtime *rt, pthread_cond_t *cv, const char *sid,
-                               uint64_t gen, int64_t deadline) {
+void dexa__wait_session_change(dexa_runtime *rt, const char *sid, uint64_t gen,
+                               int64_t deadline) {
   int64_t now = dexa__mono_ms();
   int64_t until = now + 100 < deadline ? now + 100 : deadline;
   size_t b = dexa__session_bucket(sid);
   pthread_mutex_lock(&rt->mu);
   while (rt->session_gen[b] == gen && dexa__mono_ms() < until)
-    dexa__cond_wait_until(cv, &rt->mu, until);
+    dexa__cond_wait_until(&rt->session_cv[b], &rt->mu, until);
   pthread_mutex_unlock(&rt->mu);
+}
+
+void dexa__session_changed(dexa_runtime *rt, size_t bucket) {
+  rt->session_gen[bucket]++;
+  pthread_cond_broadcast(&rt->session_cv[bucket]);
 }
 
 void dexa__mark_committed(dexa_runtime *rt) {
@@ -104,14 +109,12 @@ void dexa__mark_committed(dexa_runtime *rt) {
 void dexa__notify_commit(dexa_runtime *rt) {
   pthread_mutex_lock(&rt->mu);
   rt->work_gen++;
-  rt->event_gen++;
   for (size_t b = 0; b < DEXA__SESSION_BUCKETS; b++)
     if (rt->committed_touched[b]) {
       rt->committed_touched[b] = 0;
-      rt->session_gen[b]++;
+      dexa__session_changed(rt, b);
     }
   pthread_cond_broadcast(&rt->work_cv);
-  pthread_cond_broadcast(&rt->event_cv);
   pthread_mutex_unlock(&rt->mu);
 }
 
@@ -132,9 +135,11 @@ static int init_sync(dexa_runtime *rt) {
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   int bad = pthread_mutex_init(&rt->mu, NULL) | pthread_mutex_init(&rt->gc_mu, NULL) |
             pthread_mutex_init(&rt->pool_mu, NULL) | pthread_mutex_init(&rt->ring_mu, NULL) |
-            pthread_cond_init(&rt->work_cv, &ca) | pthread_cond_init(&rt->event_cv, &ca) |
+            pthread_cond_init(&rt->work_cv, &ca) |
             pthread_cond_init(&rt->hb_cv, &ca) | pthread_cond_init(&rt->gc_cv, &ca) |
             pthread_cond_init(&rt->gc_sync_cv, &ca) | pthread_cond_init(&rt->gc_work_cv, &ca);
+  for (size_t b = 0; b < DEXA__SESSION_BUCKETS; b++)
+    bad |= pthread_cond_init(&rt->session_cv[b], &ca);
   pthread_condattr_destroy(&ca);
   return bad ? DEXA_E_NOMEM : DEXA_OK;
 }
@@ -254,7 +259,7 @@ DEXA_EXTERN void dexa_runtime_free(dexa_runtime *rt) {
   pthread_mutex_destroy(&rt->pool_mu);
   pthread_mutex_destroy(&rt->ring_mu);
   pthread_cond_destroy(&rt->work_cv);
-  pthread_cond_destroy(&rt->event_cv);
+  for (size_t b = 0; b < DEXA__SESSION_BUCKETS; b++) pthread_cond_destroy(&rt->session_cv[b]);
   pthread_cond_destroy(&rt->hb_cv);
   pthread_cond_destroy(&rt->gc_cv);
   pthread_cond_destroy(&rt->gc_sync_cv);

@@ -202,15 +202,17 @@ struct dexa_runtime {
 
   /* mu guards: gens, conds, inflight, workers, heartbeat, errmsg. */
   pthread_mutex_t mu;
-  pthread_cond_t work_cv;  /* committed work: new ready steps, results */
-  pthread_cond_t event_cv; /* events appended or deltas emitted */
+  pthread_cond_t work_cv; /* committed work: new ready steps, results */
   pthread_cond_t hb_cv;
   uint64_t work_gen;
-  uint64_t event_gen;
   /* Per session (by hash bucket): bumped after each commit that changed a
    * session of the bucket, and by its live deltas, so a waiter for one
-   * session queries the store only when that session may have changed. */
+   * session queries the store only when that session may have changed.
+   * Waiters for a session (dexa_runtime_wait_idle, event reads) sleep on
+   * their bucket's condition, so a commit wakes only the waiters of the
+   * sessions it changed, not every waiter of the runtime. */
   uint64_t session_gen[DEXA__SESSION_BUCKETS];
+  pthread_cond_t session_cv[DEXA__SESSION_BUCKETS];
   /* Writer only: the buckets the batch being written touched. */
   uint8_t batch_touched[DEXA__SESSION_BUCKETS];
   /* The buckets of batches committed since the last notification (rt->mu):
@@ -272,11 +274,13 @@ void dexa__notify_commit(dexa_runtime *rt);
 void dexa__touch_session(dexa_runtime *rt, const char *sid);
 /* The generation of sid's bucket (takes rt->mu). */
 uint64_t dexa__session_gen(dexa_runtime *rt, const char *sid);
-/* Waits on cv (takes rt->mu) until sid's generation is no longer gen, for
- * at most 100 ms and never past deadline (monotonic ms): commits by other
+/* Waits (takes rt->mu) until sid's generation is no longer gen, for at
+ * most 100 ms and never past deadline (monotonic ms): commits by other
  * processes do not signal us, so the caller looks at the store again. */
-void dexa__wait_session_change(dexa_runtime *rt, pthread_cond_t *cv, const char *sid,
-                               uint64_t gen, int64_t deadline);
+void dexa__wait_session_change(dexa_runtime *rt, const char *sid, uint64_t gen,
+                               int64_t deadline);
+/* Bumps the generation of a bucket and wakes its waiters (rt->mu held). */
+void dexa__session_changed(dexa_runtime *rt, size_t bucket);
 size_t dexa__session_bucket(const char *sid);
 
 /* ids.c: "s-" + 32 hex digits from the system CSPRNG. */

@@ -100,6 +100,6 @@ DEXA_EXTERN int dexa_runtime_wait_idle(dexa_runtime *rt, const char *session_id,
     if (rc != DEXA_OK) return rc;
     if (busy == 0) return DEXA_OK;
     if (dexa__mono_ms() >= deadline) return DEXA_E_TIMEOUT;
-    dexa__wait_session_change(rt, &rt->work_cv, session_id, gen, deadline);
+    dexa__wait_session_change(rt, session_id, gen, deadline);
   }
 }
