@@ -1,7 +1,12 @@
 /* AwaitUserMessage: the idle Step between turns. WaitFor returns at once
  * when a message is queued, else waits for a signal on UserMessageSignals.
  * Execute starts the next turn: with every steered message when some were
- * steered, else with the oldest queued message. */
+ * steered, else with the oldest queued message.
+ *
+ * Every queued message also left a signal. Returning at once still takes
+ * the signals waiting then (a condition with min 0), for the queue already
+ * says what they would: left behind, they would end the next idle wait at
+ * once, only for Execute to find the queue empty and wait again. */
 #include <stdlib.h>
 
 #include "core/turns.h"
@@ -10,13 +15,17 @@ static const char wait_for_signal[] =
     "{\"mode\":\"any\",\"conditions\":[{\"id\":\"message\",\"channel\":\"" CHAN_USER_MESSAGE_SIGNALS
     "\",\"min\":1}]}";
 
+static const char take_signals[] =
+    "{\"mode\":\"any\",\"conditions\":[{\"id\":\"message\",\"channel\":\"" CHAN_USER_MESSAGE_SIGNALS
+    "\",\"min\":0}]}";
+
 static int wait_for(dexa__ctx *c) {
   dexa__queue q;
   int rc = dexa__queue_load(c, &q);
   size_t n = q.count;
   dexa__queue_free(&q);
   if (rc != DEXA_OK) return rc;
-  if (n) return DEXA_OK; /* no wait: Execute runs at once */
+  if (n) return dexa__result_set_wait(c->result, take_signals, sizeof take_signals - 1);
   return dexa__result_set_wait(c->result, wait_for_signal, sizeof wait_for_signal - 1);
 }
 

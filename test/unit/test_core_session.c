@@ -229,6 +229,30 @@ static void test_queued_messages_run_in_order(void) {
   teardown(&f);
 }
 
+/* A message sent during a turn is queued and signalled. The next idle wait
+ * finds it queued and takes the signal with it: once the queue is empty the
+ * session waits at once, instead of waking for that signal to find nothing.
+ * Per turn one WaitFor and one Execute of AwaitUserMessage, then one
+ * WaitFor that waits: 2 + 2 + 1. */
+static void test_a_queued_message_leaves_no_stale_wakeup(void) {
+  fixture f = setup(NULL);
+  send(&f, "first");
+  for (int i = 0; i < 10 && memhost_pending(f.h, "AwaitUserMessage"); i++)
+    memhost_run_steps(f.h, 1);
+  CHECK_EQ_INT(memhost_pending(f.h, "RunModel"), 1);
+  send(&f, "second");
+  CHECK_EQ_INT(memhost_count(f.h, "QueuedUserMessages/"), 1);
+  memhost_run(f.h);
+  CHECK_CONTAINS(message(&f, 4), "response: second");
+  CHECK_EQ_INT(memhost_dispatches(f.h, "AwaitUserMessage"), 5);
+  CHECK_EQ_INT(memhost_pending(f.h, "AwaitUserMessage"), 1);
+  /* And it still wakes for the next message. */
+  send(&f, "third");
+  memhost_run(f.h);
+  CHECK_CONTAINS(message(&f, 6), "response: third");
+  teardown(&f);
+}
+
 static void test_unknown_tool_gets_error_result(void) {
   fixture f = setup(NULL);
   send(&f, "/tool nope {}");
@@ -511,6 +535,7 @@ int main(void) {
   RUN(test_run_model_retries_then_succeeds);
   RUN(test_run_model_fails_turn_after_three_attempts);
   RUN(test_queued_messages_run_in_order);
+  RUN(test_a_queued_message_leaves_no_stale_wakeup);
   RUN(test_unknown_tool_gets_error_result);
   RUN(test_send_message_bad_input_changes_nothing);
   RUN(test_rpc_on_unknown_session_is_not_found);
