@@ -23,26 +23,7 @@ static void fresh_path(const char *name) {
   temp_store_path(path, sizeof path, file);
 }
 
-typedef struct side {
-  dexa__store *store;
-  dexa__store_conn *conn;
-} side;
-
-/* A store on path with a cache of cache_bytes, and a connection. */
-static int open_side(side *s, size_t cache_bytes) {
-  char err[256] = "";
-  dexa__store_config cfg = {path, "normal", cache_bytes};
-  int rc = dexa__store_open(&s->store, &cfg, err, sizeof err);
-  if (rc == DEXA_OK) rc = s->store->ops->conn_open(s->store, &s->conn);
-  if (rc != DEXA_OK) fprintf(stderr, "    open: %s %s\n", dexa_strerror(rc), err);
-  return rc;
-}
-
-static void close_side(side *s) {
-  if (s->conn) s->conn->ops->conn_close(s->conn);
-  if (s->store) s->store->ops->close(s->store);
-  memset(s, 0, sizeof *s);
-}
+typedef temp_side side;
 
 /* One write transaction: put key=val (val NULL: delete) on session sid. */
 static int put(side *s, const char *sid, const char *key, const char *val) {
@@ -87,7 +68,7 @@ static int64_t version(side *s, const char *sid) {
 static void test_a_commit_raises_the_version_once_and_fills_the_cache(void) {
   fresh_path("commit");
   side a = {0};
-  if (open_side(&a, 1 << 20) != DEXA_OK) return;
+  if (temp_side_open(&a, path, 1 << 20) != DEXA_OK) return;
   CHECK_EQ_INT(new_session(&a, "s1"), DEXA_OK);
   int64_t v1 = version(&a, "s1");
   CHECK_EQ_INT(v1, 1);
@@ -110,13 +91,13 @@ static void test_a_commit_raises_the_version_once_and_fills_the_cache(void) {
   /* A new value for a key the cache holds replaces it. */
   CHECK_EQ_INT(put(&a, "s1", "b", "3"), DEXA_OK);
   CHECK_STR(cached(&a, "s1", v1 + 2, "b"), "3");
-  close_side(&a);
+  temp_side_close(&a);
 }
 
 static void test_a_rolled_back_savepoint_leaves_the_cache_and_the_version(void) {
   fresh_path("savepoint");
   side a = {0};
-  if (open_side(&a, 1 << 20) != DEXA_OK) return;
+  if (temp_side_open(&a, path, 1 << 20) != DEXA_OK) return;
   CHECK_EQ_INT(new_session(&a, "s1"), DEXA_OK);
   int64_t v = 0;
   CHECK_EQ_INT(dexa__session_cache_load(a.store->cache, a.conn, "s1", &v), DEXA_OK);
@@ -140,7 +121,7 @@ static void test_a_rolled_back_savepoint_leaves_the_cache_and_the_version(void) 
   CHECK_EQ_INT(c->ops->rollback(c), DEXA_OK);
   CHECK_EQ_INT(version(&a, "s1"), v + 1);
   CHECK_STR(cached(&a, "s1", v + 1, "kept"), "y");
-  close_side(&a);
+  temp_side_close(&a);
 }
 
 /* Two stores on one file stand for two processes: each has its own cache
@@ -148,9 +129,10 @@ static void test_a_rolled_back_savepoint_leaves_the_cache_and_the_version(void) 
 static void test_a_write_by_another_process_is_read_again(void) {
   fresh_path("processes");
   side a = {0}, b = {0};
-  if (open_side(&a, 1 << 20) != DEXA_OK || open_side(&b, 1 << 20) != DEXA_OK) {
-    close_side(&a);
-    close_side(&b);
+  if (temp_side_open(&a, path, 1 << 20) != DEXA_OK ||
+      temp_side_open(&b, path, 1 << 20) != DEXA_OK) {
+    temp_side_close(&a);
+    temp_side_close(&b);
     CHECK(0);
   }
   CHECK_EQ_INT(new_session(&a, "s1"), DEXA_OK);
@@ -172,8 +154,8 @@ static void test_a_write_by_another_process_is_read_again(void) {
   CHECK_EQ_INT(dexa__session_cache_load(a.store->cache, a.conn, "s1", &vb), DEXA_OK);
   CHECK_STR(cached(&a, "s1", vb, "c"), "b again");
   CHECK_STR(cached(&a, "s1", vb, "a"), "from a");
-  close_side(&a);
-  close_side(&b);
+  temp_side_close(&a);
+  temp_side_close(&b);
 }
 
 typedef struct listing {
@@ -197,7 +179,7 @@ static int stop_after_first(void *ctx, const char *key, size_t klen, const char 
 static void test_a_scan_visits_its_prefix_in_key_order(void) {
   fresh_path("scan");
   side a = {0};
-  if (open_side(&a, 1 << 20) != DEXA_OK) return;
+  if (temp_side_open(&a, path, 1 << 20) != DEXA_OK) return;
   CHECK_EQ_INT(new_session(&a, "s1"), DEXA_OK);
   const char *keys[] = {"m/3", "m/1", "n", "m/2", "m"};
   for (int i = 0; i < 5; i++) CHECK_EQ_INT(put(&a, "s1", keys[i], keys[i]), DEXA_OK);
@@ -219,14 +201,14 @@ static void test_a_scan_visits_its_prefix_in_key_order(void) {
                                         list_attr, &all),
                DEXA__CACHE_MISS);
   free(buf);
-  close_side(&a);
+  temp_side_close(&a);
 }
 
 static void test_the_bound_drops_the_least_recently_used(void) {
   fresh_path("bound");
   side a = {0};
   /* About 1.7 KB per session below: four fit in 8 KB, five do not. */
-  if (open_side(&a, 8 * 1024) != DEXA_OK) return;
+  if (temp_side_open(&a, path, 8 * 1024) != DEXA_OK) return;
   char big[1500];
   memset(big, 'x', sizeof big - 1);
   big[sizeof big - 1] = '\0';
@@ -251,7 +233,7 @@ static void test_the_bound_drops_the_least_recently_used(void) {
   CHECK_EQ_INT(put(&a, "s5", "huge", huge), DEXA_OK);
   CHECK(!dexa__session_cache_holds(a.store->cache, "s5", 0));
   CHECK(dexa__session_cache_holds(a.store->cache, "s1", v[0]));
-  close_side(&a);
+  temp_side_close(&a);
 }
 
 int main(void) {

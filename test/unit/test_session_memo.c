@@ -16,29 +16,16 @@
 
 static char path[512];
 
-typedef struct side {
-  dexa__store *store;
-  dexa__store_conn *conn;
-} side;
+typedef temp_side side;
 
+/* A store on the file of name (a new one when fresh), as one process. */
 static int open_side(const char *name, side *s, int fresh) {
-  char err[256] = "";
   if (fresh) {
     char file[64];
     snprintf(file, sizeof file, "memo-%s", name);
     temp_store_path(path, sizeof path, file);
   }
-  dexa__store_config cfg = {path, "normal", 0};
-  int rc = dexa__store_open(&s->store, &cfg, err, sizeof err);
-  if (rc == DEXA_OK) rc = s->store->ops->conn_open(s->store, &s->conn);
-  if (rc != DEXA_OK) fprintf(stderr, "    open: %s %s\n", dexa_strerror(rc), err);
-  return rc;
-}
-
-static void close_side(side *s) {
-  if (s->conn) s->conn->ops->conn_close(s->conn);
-  if (s->store) s->store->ops->close(s->store);
-  memset(s, 0, sizeof *s);
+  return temp_side_open(s, path, 0);
 }
 
 static int add_sessions(dexa__store_conn *c, const char *a, const char *b) {
@@ -109,8 +96,8 @@ static void test_counters_are_raised_in_memory_and_written_at_commit(void) {
   CHECK_EQ_INT(c->ops->attr_put(c, "nope", "k", 1, "1", 1), DEXA_E_NOT_FOUND);
   CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
 done:
-  close_side(&a);
-  close_side(&b);
+  temp_side_close(&a);
+  temp_side_close(&b);
   temp_store_remove(path);
 }
 
@@ -148,8 +135,8 @@ static void test_a_rolled_back_savepoint_restores_the_rows(void) {
   CHECK_STR(committed(&b, "s2"), "0/0/0 next 2");
   CHECK_STR(committed(&b, "s3"), "not found");
 done:
-  close_side(&a);
-  close_side(&b);
+  temp_side_close(&a);
+  temp_side_close(&b);
   temp_store_remove(path);
 }
 
@@ -178,8 +165,8 @@ static void test_counters_written_early_survive_a_savepoint_rollback(void) {
   CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
   CHECK_STR(committed(&b, "s1"), "0/3/0 next 1");
 done:
-  close_side(&a);
-  close_side(&b);
+  temp_side_close(&a);
+  temp_side_close(&b);
   temp_store_remove(path);
 }
 
@@ -201,8 +188,8 @@ static void test_outside_a_transaction_a_change_is_written_at_once(void) {
   CHECK_EQ_INT(s.event_seq, 7);
   dexa__session_row_free(&s);
 done:
-  close_side(&a);
-  close_side(&b);
+  temp_side_close(&a);
+  temp_side_close(&b);
   temp_store_remove(path);
 }
 
@@ -260,8 +247,8 @@ static void test_each_session_keeps_its_own_data(void) {
   CHECK_EQ_INT(o->ops->event_read(o, "s1", 0, 10, see_value, ev), DEXA_OK);
   CHECK_STR(ev, "1=1 ");
 done:
-  close_side(&a);
-  close_side(&b);
+  temp_side_close(&a);
+  temp_side_close(&b);
   temp_store_remove(path);
 }
 
