@@ -104,9 +104,9 @@ static void acknowledge(dexa_runtime *rt, dexa__op *ops) {
       async = o;
     } else {
       o->done = 1;
+      pthread_cond_signal(o->cv);
     }
   }
-  pthread_cond_broadcast(&rt->gc_cv);
   pthread_mutex_unlock(&rt->gc_mu);
   dexa__notify_commit(rt);
   for (dexa__op *o = async, *next; o; o = next) {
@@ -121,19 +121,17 @@ static void acknowledge(dexa_runtime *rt, dexa__op *ops) {
  * durability and returns the others (gc_mu held). */
 static dexa__op *acknowledge_committed(dexa_runtime *rt, dexa__op *batch) {
   dexa__op *rest = NULL, **link = &rest;
-  int any = 0;
   for (dexa__op *o = batch, *next; o; o = next) {
     next = o->next;
     o->next = NULL;
     if (!o->release && o->need_durable && !*o->need_durable) {
       o->done = 1;
-      any = 1;
+      pthread_cond_signal(o->cv);
     } else {
       *link = o;
       link = &o->next;
     }
   }
-  if (any) pthread_cond_broadcast(&rt->gc_cv);
   return rest;
 }
 
@@ -222,11 +220,14 @@ int dexa__gc_run(dexa_runtime *rt, dexa__op_fn fn, void *arg) {
 }
 
 int dexa__gc_run_claim(dexa_runtime *rt, dexa__op_fn fn, void *arg, const int *need_durable) {
-  dexa__op op = {fn, arg, DEXA_OK, 0, need_durable, NULL, NULL};
+  pthread_cond_t cv;
+  if (pthread_cond_init(&cv, NULL) != 0) return DEXA_E_NOMEM;
+  dexa__op op = {fn, arg, DEXA_OK, 0, need_durable, NULL, &cv, NULL};
   pthread_mutex_lock(&rt->gc_mu);
   int rc = enqueue(rt, &op);
-  while (rc == DEXA_OK && !op.done) pthread_cond_wait(&rt->gc_cv, &rt->gc_mu);
+  while (rc == DEXA_OK && !op.done) pthread_cond_wait(&cv, &rt->gc_mu);
   pthread_mutex_unlock(&rt->gc_mu);
+  pthread_cond_destroy(&cv);
   return rc == DEXA_OK ? op.rc : rc;
 }
 

@@ -136,7 +136,7 @@ static int init_sync(dexa_runtime *rt) {
   int bad = pthread_mutex_init(&rt->mu, NULL) | pthread_mutex_init(&rt->gc_mu, NULL) |
             pthread_mutex_init(&rt->pool_mu, NULL) | pthread_mutex_init(&rt->ring_mu, NULL) |
             pthread_cond_init(&rt->work_cv, &ca) |
-            pthread_cond_init(&rt->hb_cv, &ca) | pthread_cond_init(&rt->gc_cv, &ca) |
+            pthread_cond_init(&rt->hb_cv, &ca) |
             pthread_cond_init(&rt->gc_sync_cv, &ca) | pthread_cond_init(&rt->gc_work_cv, &ca);
   for (size_t b = 0; b < DEXA__SESSION_BUCKETS; b++)
     bad |= pthread_cond_init(&rt->session_cv[b], &ca);
@@ -261,7 +261,6 @@ DEXA_EXTERN void dexa_runtime_free(dexa_runtime *rt) {
   pthread_cond_destroy(&rt->work_cv);
   for (size_t b = 0; b < DEXA__SESSION_BUCKETS; b++) pthread_cond_destroy(&rt->session_cv[b]);
   pthread_cond_destroy(&rt->hb_cv);
-  pthread_cond_destroy(&rt->gc_cv);
   pthread_cond_destroy(&rt->gc_sync_cv);
   pthread_cond_destroy(&rt->gc_work_cv);
   free(rt);

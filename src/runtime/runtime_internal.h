@@ -142,6 +142,9 @@ typedef struct dexa__op {
   /* Async ops (dexa__gc_submit) are heap-allocated; after their batch the
    * leader calls release(arg, rc) and frees the op. */
   void (*release)(dexa_runtime *rt, void *arg, int rc);
+  /* A synchronous op's own condition (its submitter waits on it under
+   * gc_mu), so an acknowledgement wakes that one thread, not every one. */
+  pthread_cond_t *cv;
   struct dexa__op *next;
 } dexa__op;
 
@@ -234,7 +237,6 @@ struct dexa_runtime {
   /* group commit (group_commit.c): queued ops, the writer thread, and the
    * committed batches the syncer thread makes durable, then acknowledges */
   pthread_mutex_t gc_mu;
-  pthread_cond_t gc_cv;      /* an op was acknowledged */
   pthread_cond_t gc_work_cv; /* for the writer: an op was queued */
   pthread_cond_t gc_sync_cv; /* for the syncer: a batch was committed */
   dexa__op *gc_head, *gc_tail;
