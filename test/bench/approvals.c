@@ -14,6 +14,13 @@
  * spawn-to-exit seconds. For scale: LangGraph.js on SQLite does about 110
  * resumes/s and 1.4 s spawn to exit on this machine.
  *
+ * Workers: 8 by default. Each resume runs a single-attempt write tool,
+ * whose claim must be durable before the tool starts, and a thread that
+ * waits for that sync runs nothing else: with instant tools every worker
+ * starts at most one tool per sync, whatever the cores (see "Choosing the
+ * number of threads" in dexa_runtime_start(3)). Two threads measure the
+ * disk's sync latency more than the library; -w 2 still shows it.
+ *
  * --phase prepare (with --store) runs phase 1 only and keeps the store, so
  * that phase 2 can be run, copied and profiled on its own with
  * --phase resume. */
@@ -175,7 +182,7 @@ static int resume_all(const char *store, const char *sync, int sessions, int wor
 }
 
 int main(int argc, char **argv) {
-  int sessions = 100, workers = 2;
+  int sessions = 100, workers = 8;
   const char *sync = "full", *store = NULL, *phase = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-s") && i + 1 < argc) sessions = atoi(argv[++i]);
