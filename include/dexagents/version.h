@@ -6,15 +6,15 @@
 #include "common.h"
 
 #define DEXA_VERSION_MAJOR 1
-#define DEXA_VERSION_MINOR 0
+#define DEXA_VERSION_MINOR 1
 #define DEXA_VERSION_PATCH 0
-#define DEXA_VERSION_STRING "1.0.0"
+#define DEXA_VERSION_STRING "1.1.0"
 /* 0xMMmmpp, for compile-time comparisons. */
-#define DEXA_VERSION_NUM 0x010000
+#define DEXA_VERSION_NUM 0x010100
 
 DEXA_BEGIN_DECLS
 
-/* Returns the version string of the library loaded at run time ("1.0.0"),
+/* Returns the version string of the library loaded at run time ("1.1.0"),
  * static text. Thread-safe. */
 DEXA_EXTERN const char *dexa_version(void);
 

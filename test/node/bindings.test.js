@@ -70,7 +70,7 @@ async function rejectsWith(p, code) {
 
 test('library information and errors', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
   const { rt } = await setup(t);
-  assert.equal(dx.version(), '1.0.0');
+  assert.equal(dx.version(), '1.1.0');
   assert.equal(dx.errorName(-106), 'DEXA_E_NOT_FOUND');
   assert.equal(dx.DEXA_E_NOT_FOUND, -106);
   await assert.rejects(rt.snapshot('no-such-session'), (e) => {

@@ -77,7 +77,7 @@ class BindingsTest(unittest.TestCase):
         return [e["type"] for e in self.rt.events(sid, token, timeout_ms=0) if not e.live]
 
     def test_library_and_errors(self):
-        self.assertEqual(dx.version(), "1.0.0")
+        self.assertEqual(dx.version(), "1.1.0")
         self.assertEqual(dx.error_name(dx.DEXA_E_NOT_FOUND), "DEXA_E_NOT_FOUND")
         self.assertEqual(dx.error_class(dx.DEXA_E_TIMEOUT), 2)
         with self.assertRaises(dx.DexaError) as cm:

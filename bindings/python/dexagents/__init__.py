@@ -84,7 +84,7 @@ def _s(p):
 
 
 def version():
-    """The version of the loaded library ("1.0.0")."""
+    """The version of the loaded library ("1.1.0")."""
     return _s(lib.dexa_version())
 
 
