@@ -4,8 +4,6 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "model/model.h"
-#include "tools/tool_source.h"
 
 /* Size of the 1.0 struct: the smallest struct_size accepted. */
 #define AGENT_DEF_V1_SIZE sizeof(dexa_agent_def)

@@ -9,8 +9,12 @@
 #include <stdint.h>
 
 #include "core/names.h"
-#include "dexagents/dexagents.h"
+#include "dexagents/agent.h"
+#include "dexagents/errors.h"
+#include "dexagents/flow.h"
 #include "flow/result.h"
+#include "iface/model.h"
+#include "iface/tool_source.h"
 #include "util/buf.h"
 
 struct dexa_agent {

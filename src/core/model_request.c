@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "core/model_request.h"
-#include "tools/tool_source.h"
 
 typedef struct splice {
   dexa_model_request *req;

@@ -3,7 +3,6 @@
 #define DEXA_CORE_MODEL_REQUEST_H
 
 #include "core/core.h"
-#include "model/model.h"
 
 /* Fills req (initialized) with the request document for one model call. */
 int dexa__model_request_build(dexa__ctx *c, const dexa_model *model, const dexa__turn *turn,

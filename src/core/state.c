@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "model/model.h"
 
 static int64_t get_i64(const cJSON *o, const char *name, int64_t dflt) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);

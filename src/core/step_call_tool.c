@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "core/tool_call.h"
-#include "tools/tool_source.h"
 
 static dexa_tool_source *find_source(const dexa_agent *a, const char *name) {
   for (size_t i = 0; i < a->source_count; i++)

@@ -11,7 +11,6 @@
 
 #include "core/model_request.h"
 #include "util/json_span.h"
-#include "tools/tool_source.h"
 
 typedef struct run {
   dexa__ctx *c;

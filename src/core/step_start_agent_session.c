@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "model/model.h"
 
 /* The allowed model named by the settings, or the default: a name from the
  * settings never creates a client. */

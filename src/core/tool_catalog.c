@@ -5,7 +5,6 @@
 #include <stdint.h>
 
 #include "core/core.h"
-#include "tools/tool_source.h"
 
 static const char ask_user_schema[] =
     "{\"type\":\"object\",\"properties\":{\"prompt\":{\"type\":\"string\",\"description\":"

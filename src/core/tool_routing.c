@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "core/plan.h"
-#include "tools/tool_source.h"
 
 #define MAX_WAIT_SECONDS (30LL * 24 * 3600)
 

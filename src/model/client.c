@@ -10,7 +10,7 @@
 
 #include "dexagents/errors.h"
 #include "model/http.h"
-#include "model/model.h"
+#include "iface/model.h"
 #include "model/provider.h"
 #include "model/retry.h"
 

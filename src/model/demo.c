@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "dexagents/errors.h"
-#include "model/model.h"
+#include "iface/model.h"
 #include "util/buf.h"
 
 typedef struct demo_call {

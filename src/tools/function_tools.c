@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "dexagents/errors.h"
-#include "tools/tool_source.h"
+#include "iface/tool_source.h"
 #include "util/json_span.h"
 
 typedef struct function_tool {

@@ -31,7 +31,7 @@
 #include "util/json_num.h"
 #include "dexagents/tools.h"
 #include "tools/mcp_internal.h"
-#include "tools/tool_source.h"
+#include "iface/tool_source.h"
 
 #define LIST_TTL_MS 30000
 #define MAX_PAGES 100

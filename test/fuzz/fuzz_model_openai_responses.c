@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/model.h"
+#include "iface/model.h"
 #include "model/stream.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -15,7 +15,7 @@
 
 #include "testing.h"
 #include "tools/mcp_internal.h"
-#include "tools/tool_source.h"
+#include "iface/tool_source.h"
 
 static char script[4096], logfile[512], dir[256];
 

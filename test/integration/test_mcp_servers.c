@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "testing.h"
-#include "tools/tool_source.h"
+#include "iface/tool_source.h"
 
 static char dir[256], modules[1024], files[512];
 static pid_t http_pid;

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/tool_source.h"
+#include "iface/tool_source.h"
 
 static int call(dexa_tool_source *s, const char *name, const char *args) {
   dexa_tool_invocation inv = {name, "call-1", "conformance", "conformance:call-1", args, strlen(args), 1};

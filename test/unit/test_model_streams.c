@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "dexagents/dexagents.h"
-#include "model/model.h"
+#include "iface/model.h"
 #include "model/provider.h"
 #include "model/retry.h"
 #include "model/sse.h"

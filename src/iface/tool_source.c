@@ -1,5 +1,5 @@
 /* Tool source handles, tool lists, invocations and outputs. */
-#include "tools/tool_source.h"
+#include "iface/tool_source.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* Model client handles and the request/reply objects passed to them. */
-#ifndef DEXA_MODEL_MODEL_H
-#define DEXA_MODEL_MODEL_H
+#ifndef DEXA_IFACE_MODEL_H
+#define DEXA_IFACE_MODEL_H
 
 #include <stdatomic.h>
 

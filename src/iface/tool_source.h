@@ -1,7 +1,7 @@
 /* Tool sources: handles (reference counted), the list a source fills for a
  * model call, and the invocation and output objects of one call. */
-#ifndef DEXA_TOOLS_TOOL_SOURCE_H
-#define DEXA_TOOLS_TOOL_SOURCE_H
+#ifndef DEXA_IFACE_TOOL_SOURCE_H
+#define DEXA_IFACE_TOOL_SOURCE_H
 
 #include <stdatomic.h>
 

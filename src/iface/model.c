@@ -1,5 +1,5 @@
 /* Model client handles (reference counted), requests and replies. */
-#include "model/model.h"
+#include "iface/model.h"
 
 #include <stdlib.h>
 #include <string.h>
