@@ -324,13 +324,14 @@ static int due_now(dexa_runtime *rt, int64_t *next_due) {
 }
 
 /* Waits for a commit signal, at most until the next due row, the deadline,
- * or 100 ms (other processes write the same store without signalling). */
+ * or the store's poll period (another process's commit may not signal). */
 static void idle_wait(dexa_runtime *rt, uint64_t gen, int64_t next_due, int64_t deadline) {
   int64_t now_m = dexa__mono_ms();
-  int64_t until = now_m + 100;
+  int64_t poll = dexa__poll_ms(rt);
+  int64_t until = now_m + poll;
   if (next_due != DEXA__NO_DUE) {
     int64_t in = next_due - dexa__now(rt);
-    if (in < 100) until = now_m + (in > 0 ? in : 0);
+    if (in < poll) until = now_m + (in > 0 ? in : 0);
   }
   if (until > deadline) until = deadline;
   pthread_mutex_lock(&rt->mu);
