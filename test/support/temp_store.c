@@ -23,8 +23,8 @@ static void quiet(void *arg, const char *message) {
 }
 
 /* Runs sql on the base database; prints why when it fails. */
-static void pg_admin(const char *sql) {
-  PGconn *db = PQconnectdb(pg_base());
+static void pg_admin(const char *conninfo, const char *sql) {
+  PGconn *db = PQconnectdb(conninfo);
   PQsetNoticeProcessor(db, quiet, NULL);
   if (PQstatus(db) != CONNECTION_OK) {
     fprintf(stderr, "    temp_store: %s", PQerrorMessage(db));
@@ -56,10 +56,10 @@ static int pg_schema_of(const char *path, char *out, size_t n) {
   return i > 0;
 }
 
-static void pg_drop(const char *schema) {
+static void pg_drop(const char *conninfo, const char *schema) {
   char sql[300];
   snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", schema);
-  pg_admin(sql);
+  pg_admin(conninfo, sql);
 }
 
 static void pg_path(char *buf, size_t n, const char *name) {
@@ -69,10 +69,10 @@ static void pg_path(char *buf, size_t n, const char *name) {
   for (const char *p = name; *p && j + 24 < sizeof schema; p++)
     schema[j++] = isalnum((unsigned char)*p) ? (char)tolower((unsigned char)*p) : '_';
   snprintf(schema + j, sizeof schema - j, "_%ld", (long)getpid());
-  pg_drop(schema);
+  pg_drop(base, schema);
   char sql[300];
   snprintf(sql, sizeof sql, "CREATE SCHEMA %s", schema);
-  pg_admin(sql);
+  pg_admin(base, sql);
   if (strncmp(base, "postgres", 8) == 0)
     snprintf(buf, n, "%s%coptions=-csearch_path%%3D%s", base, strchr(base, '?') ? '&' : '?', schema);
   else
@@ -82,7 +82,7 @@ static void pg_path(char *buf, size_t n, const char *name) {
 void temp_store_remove(const char *path) {
   char schema[128];
   if (dexa__store_is_pg(path)) {
-    if (pg_schema_of(path, schema, sizeof schema)) pg_drop(schema);
+    if (pg_schema_of(path, schema, sizeof schema)) pg_drop(path, schema);
     return;
   }
   static const char *const suffixes[] = {"", "-wal", "-shm"};
