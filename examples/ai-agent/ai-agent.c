@@ -14,7 +14,8 @@
  *   DEX_AGENT_MCP_CONFIG      the MCP server configuration file
  *   DEX_AGENT_SESSION_KEY     the key that signs session tokens (random when
  *                             unset: a restart then ends access to older sessions)
- *   DEX_AGENT_STORE           the SQLite file (ai-agent.db)
+ *   DEX_AGENT_STORE           the store: a SQLite file (ai-agent.db) or a PostgreSQL
+ *                             URI/conninfo (postgresql://...), shared by many processes
  *   DEX_AGENT_LISTEN          HOST:PORT to listen on (127.0.0.1:8080)
  *   DEX_AGENT_THREADS         worker threads (4) */
 #include <arpa/inet.h>

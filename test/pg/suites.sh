@@ -68,6 +68,17 @@ run "runtime events (postgresql)" "$PG_URI" "$BUILD/test/unit/test_runtime_event
 run "runtime workers (postgresql)" "$PG_URI" "$BUILD/test/unit/test_runtime_workers"
 run "runtime crash (postgresql)" "$PG_URI" "$BUILD/test/integration/test_runtime_crash"
 run "agent crash (postgresql)" "$PG_URI" "$BUILD/test/integration/test_agent_crash"
+# examples/chat with DEX_AGENT_STORE=postgresql://... (a schema of its own).
+"$PG_BIN/psql" -q -X "$PG_URI" -c "CREATE SCHEMA chat_example" >/dev/null
+echo "== chat example (postgresql)"
+out=$(CHAT_STORE="$PG_URI&options=-csearch_path%3Dchat_example" \
+  timeout 300 bash test/integration/test_chat_example.sh 2>&1 </dev/null)
+printf '%s\n' "$out"
+if [[ $(printf '%s\n' "$out" | tail -n 1) =~ $summary_re ]]; then
+  total_pass=$((total_pass + BASH_REMATCH[1])) total_fail=$((total_fail + BASH_REMATCH[2]))
+else
+  total_fail=$((total_fail + 1))
+fi
 # PostgreSQL only.
 run "pg store" "$PG_URI" "$BUILD/test/pg/test_pg_store"
 run "pg processes" "$PG_URI" "$BUILD/test/pg/test_pg_processes"
