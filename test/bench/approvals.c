@@ -22,7 +22,7 @@
  * disk's sync latency more than the library; -w 2 still shows it.
  *
  * With DEXA_TEST_STORE naming a PostgreSQL database the store is a new
- * schema of it (test/pg/bench.sh starts a throwaway cluster).
+ * schema of it (test/pg/_bench.sh starts a throwaway cluster).
  *
  * --phase prepare (with --store) runs phase 1 only and keeps the store, so
  * that phase 2 can be run, copied and profiled on its own with
@@ -205,7 +205,7 @@ int main(int argc, char **argv) {
   if (phase && store) return resume_all(store, sync, sessions, workers);
   char tmp[1024];
   if (!store) {
-    /* DEXA_TEST_STORE naming PostgreSQL (test/pg/bench.sh): a new schema. */
+    /* DEXA_TEST_STORE naming PostgreSQL (test/pg/_bench.sh): a new schema. */
     if (temp_store_is_pg())
       temp_store_path(tmp, sizeof tmp, "w2");
     else

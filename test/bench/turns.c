@@ -2,7 +2,7 @@
  *
  *   turns [-s S] [-t T] [-w WORKERS] [-p PROCS] [-y full|normal] [--store PATH] [--quick]
  *
- * With DEXA_TEST_STORE naming a PostgreSQL database (test/pg/bench.sh starts
+ * With DEXA_TEST_STORE naming a PostgreSQL database (test/pg/_bench.sh starts
  * a throwaway cluster) the store is a new schema of it. -p PROCS runs the
  * workers in PROCS worker processes (WORKERS threads each) on the same
  * store while this process, which never starts workers, drives the

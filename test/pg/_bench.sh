@@ -3,8 +3,9 @@
 # PostgreSQL cluster (test/pg/_cluster.sh; default durability: fsync on,
 # synchronous_commit on): W1 with the workers in this process and in 1, 2
 # and 4 worker processes, W2 with its default workers. Figures are printed,
-# not checked. Not part of `make check` (a benchmark); run it by hand:
-#   bash test/pg/bench.sh [ROUNDS]      (each figure: ROUNDS runs, default 3)
+# not checked. Not part of `make check` (a benchmark; "_" keeps test/run
+# from running it); run it by hand:
+#   bash test/pg/_bench.sh [ROUNDS]      (each figure: ROUNDS runs, default 3)
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 BUILD="${BUILD:-build}"
