@@ -58,7 +58,8 @@ STLIB := $(LIBOUT)/libdexagents.a
 MAP := lib/libdexagents.map
 
 # Every test/unit/*.c and test/integration/*.c is its own program.
-TEST_SRCS := $(sort $(wildcard test/unit/*.c test/integration/*.c))
+# test/pg/*.c run against a throwaway PostgreSQL cluster (test/pg/suites.sh).
+TEST_SRCS := $(sort $(wildcard test/unit/*.c test/integration/*.c test/pg/*.c))
 TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
 BENCH_SRCS := $(sort $(wildcard test/bench/*.c))
 BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
@@ -71,7 +72,8 @@ DEPFILES = $(OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BIN
 # Debian packages: to build, and what `make check` needs on top.
 DEB_BUILD := gcc make binutils pkg-config libcjson-dev libcurl4-openssl-dev libmbedtls-dev \
   libmicrohttpd-dev libsqlite3-dev libpq-dev
-DEB_CHECK := g++ clang abigail-tools groff-base man-db
+# postgresql: test/pg/suites.sh runs the store's tests on a throwaway cluster.
+DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql
 # The AI Agent page's browser tests (test/e2e) drive Debian's chromium.
 DEB_E2E := chromium
 DEB_VALGRIND := valgrind

@@ -14,7 +14,8 @@
  *   DEX_AGENT_MCP_CONFIG      the MCP server configuration file
  *   DEX_AGENT_SESSION_KEY     the key that signs session tokens (random when
  *                             unset: a restart then ends access to older sessions)
- *   DEX_AGENT_STORE           the SQLite file (ai-agent.db)
+ *   DEX_AGENT_STORE           the store: a SQLite file (ai-agent.db) or a PostgreSQL
+ *                             URI/conninfo (postgresql://...), shared by many processes
  *   DEX_AGENT_LISTEN          HOST:PORT to listen on (127.0.0.1:8080)
  *   DEX_AGENT_THREADS         worker threads (4) */
 #include <arpa/inet.h>
@@ -56,6 +57,12 @@ typedef struct app {
   dexa_http_agent_routes *routes;
   struct MHD_Daemon *daemon;
 } app;
+
+/* How the store is shown: a PostgreSQL URI or conninfo may hold a
+ * password, so it is never printed. */
+static const char *store_name(const char *store) {
+  return strncmp(store, "postgres", 8) == 0 || strchr(store, '=') ? "PostgreSQL" : store;
+}
 
 static const char *env_or(const char *name, const char *fallback) {
   const char *v = getenv(name);
@@ -243,7 +250,7 @@ static int make_agent(app *a) {
   dexa_runtime_options_init(&opts, sizeof opts);
   opts.store = a->store;
   rc = dexa_runtime_new(&a->rt, a->agent, &opts, err, sizeof err);
-  if (rc != DEXA_OK) fprintf(stderr, "ai-agent: store %s: %s: %s\n", a->store, dexa_strerror(rc), err);
+  if (rc != DEXA_OK) fprintf(stderr, "ai-agent: store %s: %s: %s\n", store_name(a->store), dexa_strerror(rc), err);
   return rc == DEXA_OK ? 0 : -1;
 }
 
@@ -332,7 +339,7 @@ static int start_daemon(app *a) {
   inet_ntop(AF_INET, &sa.sin_addr, host, sizeof host);
   printf("ai-agent: models %s", a->model_names[0]);
   for (size_t i = 1; i < a->model_count; i++) printf(", %s", a->model_names[i]);
-  printf("; store %s\n", a->store);
+  printf("; store %s\n", store_name(a->store));
   printf("ai-agent: open http://%s:%u%s/\n", host, info ? (unsigned)info->port : 0u, PREFIX);
   fflush(stdout);
   return 0;

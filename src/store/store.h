@@ -1,6 +1,6 @@
 /* The store: the runtime's durable state behind one internal interface.
  *
- * A backend (SQLite now, PostgreSQL later) implements dexa__store_ops. The
+ * A backend (SQLite: sqlite*.c, PostgreSQL: pg_*.c) implements dexa__store_ops. The
  * operations are semantic (insert a session, take the oldest channel
  * messages, find the first due Step row), not SQL, so nothing above this
  * header depends on one database's dialect. Every operation runs on a
@@ -80,6 +80,11 @@ typedef int (*dexa__value_visit_fn)(void *ctx, int64_t seq, const char *json, si
 
 typedef struct dexa__store_conn dexa__store_conn;
 typedef struct dexa__store dexa__store;
+
+/* Called by a store, on a thread of its own, when another process committed
+ * a change to session sid (NULL: to any session, e.g. after the store lost
+ * and regained its way of hearing of changes). Must not block. */
+typedef void (*dexa__store_wake_fn)(void *ctx, const char *sid);
 
 typedef struct dexa__store_ops {
   /* Transactions. begin_write takes the store's write lock at once (SQLite
@@ -167,6 +172,10 @@ typedef struct dexa__store_ops {
    * transactions. */
   int (*sync)(dexa__store *s);
 
+  /* Registers fn (NULL: none) to hear of other processes' commits. NULL
+   * op: the store cannot tell (its users poll; see poll_ms). */
+  void (*set_wake)(dexa__store *s, dexa__store_wake_fn fn, void *ctx);
+
   /* Connections. */
   int (*conn_open)(dexa__store *s, dexa__store_conn **out);
   void (*conn_close)(dexa__store_conn *c);
@@ -186,10 +195,20 @@ struct dexa__store {
   /* The backend's session cache: its commits put their attribute writes
    * in; readers use it through dexa__session_cache_load/get/scan. */
   struct dexa__session_cache *cache;
+  /* How long waiters for other processes' commits sleep between looks at
+   * the store (the fallback when no wake-up comes; SQLite has none). */
+  int64_t poll_ms;
+  /* DEXA_E_BUSY from an operation or COMMIT means the whole transaction
+   * was rolled back by a conflict or a lost connection and nothing of it
+   * was applied: the caller may run it again, for up to this long (0: it
+   * never retries). */
+  int64_t batch_retry_ms;
 };
 
 typedef struct dexa__store_config {
-  const char *uri;         /* "sqlite:PATH", PATH or ":memory:" */
+  /* "sqlite:PATH", PATH or ":memory:"; "postgresql://...", "postgres://..."
+   * or a libpq key/value conninfo ("host=... dbname=...") */
+  const char *uri;
   const char *synchronous; /* "full" (default) or "normal" */
   size_t cache_bytes;      /* the session cache's bound; 0: none */
 } dexa__store_config;
@@ -201,6 +220,13 @@ int dexa__store_open(dexa__store **out, const dexa__store_config *cfg, char *err
                      size_t errmsg_size);
 
 void dexa__step_rows_free(dexa__step_row *rows, size_t n);
+
+/* 1 when uri names a PostgreSQL database (a URI or a key/value conninfo). */
+int dexa__store_is_pg(const char *uri);
+
+/* PostgreSQL backend entry point (store/pg_conn.c). */
+int dexa__pg_open(dexa__store **out, const char *conninfo, const dexa__store_config *cfg,
+                  char *errmsg, size_t errmsg_size);
 
 /* SQLite backend entry point (store/sqlite.c). */
 int dexa__sqlite_open(dexa__store **out, const char *path, int temporary,

@@ -18,7 +18,7 @@ static const char *DESC =
     "{\"name\":\"NoRec\",\"options\":{\"max_attempts\":1}}],"
     FAKE_RPCS "}";
 
-static char dbpath[512];
+static char dbpath[1024];
 
 /* Start: writes "started" and returns {"next": settings.next}. */
 static int base_start(const dexa_call *c, dexa_result *r) {
@@ -772,6 +772,6 @@ int main(void) {
   RUN(test_a_step_reads_what_another_process_wrote);
   RUN(test_list_sessions_pages_newest_first);
   RUN(test_memory_store_and_options);
-  unlink(dbpath);
+  temp_store_remove(dbpath);
   TEST_MAIN_END();
 }

@@ -37,7 +37,7 @@ static void emit(dexa_runtime *rt, const char *sid, int n, int delta) {
   run_ready(rt);
 }
 
-static char dbpath[512];
+static char dbpath[1024];
 
 static dexa_runtime *open_rt(fake *f, int64_t retained) {
   dexa_runtime *rt = NULL;
@@ -227,6 +227,6 @@ int main(void) {
   RUN(test_live_deltas_merge_and_resume);
   RUN(test_snapshot_carries_resume_token);
   RUN(test_long_poll_wakes_on_append);
-  unlink(dbpath);
+  temp_store_remove(dbpath);
   TEST_MAIN_END();
 }
