@@ -69,6 +69,13 @@ static int type_ok(const cJSON *v, field_type t) {
   return dexa__json_exact_int(v, &n);
 }
 
+/* 1 when a member before item has the same name. */
+static int repeated(const cJSON *doc, const cJSON *item) {
+  for (const cJSON *p = doc->child; p && p != item; p = p->next)
+    if (strcmp(p->string, item->string) == 0) return 1;
+  return 0;
+}
+
 /* Parses body (NULL: {}) as an object of the given fields only. Returns
  * the object, or NULL with reply set to 400. */
 static cJSON *parse_body(const dexa__buf *body, const field *fields, size_t n,
@@ -82,7 +89,10 @@ static cJSON *parse_body(const dexa__buf *body, const field *fields, size_t n,
   const cJSON *item;
   cJSON_ArrayForEach(item, doc) {
     const field *f = find_field(fields, n, item->string);
-    if (!f) {
+    if (f && repeated(doc, item)) {
+      /* Two values for one field: which one counts would be a guess. */
+      bad_request(reply, DEXA_E_INVALID_JSON, "field \"%s\" appears twice", item->string);
+    } else if (!f) {
       bad_request(reply, DEXA_E_UNKNOWN_KEY, "unknown field \"%s\"", item->string);
     } else if (!type_ok(item, f->type)) {
       const char *fmt = f->type == F_STR    ? "\"%s\" must be a string"
@@ -213,6 +223,13 @@ static cJSON *older_messages_input(struct MHD_Connection *c, dexa__http_reply *r
   return in;
 }
 
+static int session_exists(dexa_http_agent_routes *r, const char *session_id) {
+  char *out = NULL;
+  int rc = dexa_runtime_read_events(r->rt, session_id, "", 1, 0, &out, NULL);
+  dexa_free(out);
+  return rc != DEXA_E_NOT_FOUND;
+}
+
 void dexa__http_session_route(dexa_http_agent_routes *r, void *connection, const char *method,
                               const char *session_id, const char *rest, const dexa__buf *body,
                               dexa__http_reply *reply) {
@@ -253,6 +270,13 @@ void dexa__http_session_route(dexa_http_agent_routes *r, void *connection, const
   if (rc == DEXA_E_NOT_FOUND && strcmp(route->rpc, "snapshot") == 0) {
     dexa_free(out);
     dexa__http_error(reply, 404, rc, "the AI Agent session is missing or no longer retained");
+    return;
+  }
+  if (rc == DEXA_E_NOT_FOUND && strcmp(route->rpc, "execute_plan") == 0 &&
+      session_exists(r, session_id)) {
+    /* No plan is a state of the session (409), not a missing resource. */
+    dexa_free(out);
+    dexa__http_error(reply, 409, DEXA_E_BAD_STATE, "the session has no plan to execute");
     return;
   }
   dexa__http_from_runtime(reply, rc, out, len);
