@@ -5,7 +5,8 @@
  * routes.c         the routes object, request bodies, dispatch, responses
  * request_check.c  Host header, media type and body bytes, before any route
  * routes_rpc.c     the JSON routes: settings, start session, session RPCs
- * routes_stream.c  the event stream route (Server-Sent Events) */
+ * routes_stream.c  the event pump and the event stream route (Server-Sent Events)
+ * routes_chat.c    the AI SDK UI message stream route (POST sessions/ID/chat) */
 #ifndef DEXA_HTTP_INTERNAL_H
 #define DEXA_HTTP_INTERNAL_H
 
@@ -89,6 +90,18 @@ int64_t dexa__http_mono_ms(void);
 /* Draws n random bytes. Returns DEXA_OK or DEXA_E_IO. */
 int dexa__http_random(dexa_http_agent_routes *routes, unsigned char *out, size_t n);
 
+/* A field of a JSON request body. */
+typedef enum field_type { F_STR, F_BOOL, F_INT, F_ARRAY } field_type;
+typedef struct field {
+  const char *name;
+  field_type type;
+  int required;
+} field;
+/* Parses body (NULL: {}) as an object of the given fields only, each once
+ * and of its type. Returns the object, or NULL with reply set to 400. */
+cJSON *dexa__http_parse_body(const dexa__buf *body, const field *fields, size_t n,
+                             dexa__http_reply *reply);
+
 /* Routes (routes_rpc.c). body is NULL for a request without one. */
 void dexa__http_settings(dexa_http_agent_routes *routes, dexa__http_reply *reply);
 void dexa__http_start_session(dexa_http_agent_routes *routes, const dexa__buf *body,
@@ -122,5 +135,10 @@ dexa_http_agent_routes *dexa__pump_routes(const dexa__pump *pump);
 /* The event stream (routes_stream.c): sets reply->stream or an error. */
 void dexa__http_event_stream(dexa_http_agent_routes *routes, void *connection,
                              const char *session_id, dexa__http_reply *reply);
+
+/* POST sessions/ID/chat (routes_chat.c): sends the last user message of an
+ * AI SDK chat request and answers with that turn as a UI message stream. */
+void dexa__http_chat(dexa_http_agent_routes *routes, void *connection, const char *session_id,
+                     const dexa__buf *body, dexa__http_reply *reply);
 
 #endif

@@ -423,6 +423,12 @@ static void session_route(dexa_http_agent_routes *r, struct MHD_Connection *c, c
     else method_not_allowed(reply, "GET");
     return;
   }
+  if (strcmp(rest, "/chat") == 0) {
+    if (is_method(method, "POST"))
+      dexa__http_chat(r, c, id, req->body.len ? &req->body : NULL, reply);
+    else method_not_allowed(reply, "POST");
+    return;
+  }
   dexa__http_session_route(r, c, method, id, rest, req->body.len ? &req->body : NULL, reply);
 }
 

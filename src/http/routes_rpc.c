@@ -12,14 +12,6 @@
 #include "util/json_num.h"
 #include "http/http_internal.h"
 
-typedef enum field_type { F_STR, F_BOOL, F_INT } field_type;
-
-typedef struct field {
-  const char *name;
-  field_type type;
-  int required;
-} field;
-
 typedef struct session_rpc {
   const char *method;
   const char *rest; /* the path after sessions/ID */
@@ -65,6 +57,7 @@ static const field *find_field(const field *fields, size_t n, const char *name) 
 static int type_ok(const cJSON *v, field_type t) {
   if (t == F_STR) return cJSON_IsString(v);
   if (t == F_BOOL) return cJSON_IsBool(v);
+  if (t == F_ARRAY) return cJSON_IsArray(v);
   int64_t n;
   return dexa__json_exact_int(v, &n);
 }
@@ -76,10 +69,8 @@ static int repeated(const cJSON *doc, const cJSON *item) {
   return 0;
 }
 
-/* Parses body (NULL: {}) as an object of the given fields only. Returns
- * the object, or NULL with reply set to 400. */
-static cJSON *parse_body(const dexa__buf *body, const field *fields, size_t n,
-                         dexa__http_reply *reply) {
+cJSON *dexa__http_parse_body(const dexa__buf *body, const field *fields, size_t n,
+                             dexa__http_reply *reply) {
   cJSON *doc = body ? cJSON_ParseWithLength(body->data, body->len) : cJSON_CreateObject();
   if (!cJSON_IsObject(doc)) {
     cJSON_Delete(doc);
@@ -95,9 +86,10 @@ static cJSON *parse_body(const dexa__buf *body, const field *fields, size_t n,
     } else if (!f) {
       bad_request(reply, DEXA_E_UNKNOWN_KEY, "unknown field \"%s\"", item->string);
     } else if (!type_ok(item, f->type)) {
-      const char *fmt = f->type == F_STR    ? "\"%s\" must be a string"
-                        : f->type == F_BOOL ? "\"%s\" must be true or false"
-                                            : "\"%s\" must be an integer";
+      const char *fmt = f->type == F_STR     ? "\"%s\" must be a string"
+                        : f->type == F_BOOL  ? "\"%s\" must be true or false"
+                        : f->type == F_ARRAY ? "\"%s\" must be an array"
+                                             : "\"%s\" must be an integer";
       bad_request(reply, DEXA_E_INVALID_JSON, fmt, f->name);
     } else {
       continue;
@@ -158,7 +150,7 @@ static int new_session_id(dexa_http_agent_routes *r, char *out, size_t size) {
 
 void dexa__http_start_session(dexa_http_agent_routes *r, const dexa__buf *body,
                               dexa__http_reply *reply) {
-  cJSON *in = parse_body(body, F_MODEL, N(F_MODEL), reply);
+  cJSON *in = dexa__http_parse_body(body, F_MODEL, N(F_MODEL), reply);
   if (!in) return;
   const char *model = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "model"));
   if (!model) model = r->models[0];
@@ -255,7 +247,7 @@ void dexa__http_session_route(dexa_http_agent_routes *r, void *connection, const
     in = strcmp(route->rpc, "list_agent_messages") == 0 ? older_messages_input(connection, reply)
                                                           : cJSON_CreateObject();
   else
-    in = parse_body(body, route->fields, route->field_count, reply);
+    in = dexa__http_parse_body(body, route->fields, route->field_count, reply);
   if (!in) return;
   char *input = cJSON_PrintUnformatted(in);
   cJSON_Delete(in);
