@@ -7,8 +7,9 @@
 #
 # Needs Debian's chromium (`make check` installs it as root) and the npm
 # packages of test/e2e/package-lock.json, installed into $BUILD/npm
-# (test/e2e/_setup.sh). Without chromium the browser tests are reported
-# skipped, not passed. The servers are stopped on every exit.
+# (test/e2e/_setup.sh). Without chromium or node the browser tests are
+# reported skipped, not passed (failed under CI). The servers are stopped on
+# every exit.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 source test/e2e/_setup.sh
@@ -20,6 +21,11 @@ OUT=test/e2e/out
 BROWSER_TESTS=35 # the checks of ai_agent_browser.mjs, for the skipped count
 
 skip_all() {
+  if [[ -n ${CI:-} && ${2:-} != build-only ]]; then
+    echo "FAIL AI Agent browser tests cannot set up: $1"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
   echo "skip AI Agent browser tests: $1"
   echo "0 passed, 0 failed, $BROWSER_TESTS skipped"
   exit 0
@@ -27,7 +33,7 @@ skip_all() {
 
 if [[ ! -x $APP ]]; then
   # check-asan builds no examples (BUILD=build-asan): skip there, fail otherwise.
-  [[ $BUILD != build ]] && skip_all "$APP is not built in this build ($BUILD)"
+  [[ $BUILD != build ]] && skip_all "$APP is not built in this build ($BUILD)" build-only
   echo "FAIL AI Agent example built: $APP is missing (make examples)"
   echo "0 passed, 1 failed"
   exit 1
