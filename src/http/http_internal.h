@@ -81,9 +81,6 @@ int dexa__http_is_json_type(const char *content_type);
 /* 1 when the Host header names the local address or an allowed host. */
 struct MHD_Connection;
 int dexa__http_host_ok(const dexa_http_agent_routes *r, struct MHD_Connection *c);
-/* 1 when the client of c has closed its side (or the socket failed), so a
- * stream waiting for events can end at once. */
-int dexa__http_client_gone(struct MHD_Connection *c);
 /* Monotonic milliseconds. */
 int64_t dexa__http_mono_ms(void);
 

@@ -1,13 +1,12 @@
 /* The agent routes object: options, the key, request bodies, dispatch by
- * path, and turning a reply into a libmicrohttpd response. The routes
- * themselves are in routes_rpc.c and routes_stream.c. */
+ * path, the checks every request passes first, and turning a reply into a
+ * libmicrohttpd response. The routes themselves are in routes_rpc.c,
+ * routes_stream.c and routes_chat.c. */
 #include <microhttpd.h>
-#include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 
 #include "dexagents/errors.h"
@@ -263,17 +262,6 @@ int64_t dexa__http_mono_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int dexa__http_client_gone(struct MHD_Connection *c) {
-  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-  if (!ci) return 0;
-  struct pollfd p = {ci->connect_fd, POLLIN | POLLRDHUP, 0};
-  if (poll(&p, 1, 0) <= 0) return 0;
-  if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return 1;
-  /* Readable: the end of the stream (0) or bytes a client sent on. */
-  char ch;
-  return recv(ci->connect_fd, &ch, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
 int dexa__http_random(dexa_http_agent_routes *r, unsigned char *out, size_t n) {

@@ -80,10 +80,11 @@ static chat_call *find_call(chat *c, const char *id) {
 static chat_call *add_call(chat *c, const char *id) {
   if (c->ncalls == c->cap && dexa__grow_array(&c->calls, c->ncalls, &c->cap, sizeof *c->calls) != 0)
     return NULL;
-  char *copy = strdup(id);
-  if (!copy) return NULL;
-  c->calls[c->ncalls] = (chat_call){copy, NULL};
-  return &c->calls[c->ncalls++];
+  chat_call *call = &c->calls[c->ncalls];
+  call->approval = NULL;
+  if (!(call->id = strdup(id))) return NULL;
+  c->ncalls++;
+  return call;
 }
 
 /* ---- chunks ---------------------------------------------------------------------- */

@@ -9,8 +9,10 @@
  * and it sends a comment after heartbeat_ms without a frame. A route turns
  * each event into frames with its map function. */
 #include <microhttpd.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "dexagents/errors.h"
 #include "http/http_internal.h"
@@ -34,6 +36,19 @@ struct dexa__pump {
   void *map_ctx;
   void (*map_free)(void *);
 };
+
+/* 1 when the client has closed its side (or the socket failed), so a
+ * stream waiting for events ends at once instead of at its next write. */
+static int client_gone(struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (!ci) return 0;
+  struct pollfd p = {ci->connect_fd, POLLIN | POLLRDHUP, 0};
+  if (poll(&p, 1, 0) <= 0) return 0;
+  if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return 1;
+  /* Readable: the end of the stream (0) or bytes a client sent on. */
+  char ch;
+  return recv(ci->connect_fd, &ch, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
 
 static void pump_free(void *cls) {
   dexa__pump *s = cls;
@@ -92,7 +107,7 @@ static int refill(dexa__pump *s) {
   dexa__buf_reset(&s->frames);
   s->sent = 0;
   for (;;) {
-    if (s->done || atomic_load(&s->routes->closing) || dexa__http_client_gone(s->connection))
+    if (s->done || atomic_load(&s->routes->closing) || client_gone(s->connection))
       return 0;
     char *out = NULL;
     size_t len = 0;
