@@ -17,6 +17,8 @@
  *   DEX_AGENT_STORE           the store: a SQLite file (ai-agent.db) or a PostgreSQL
  *                             URI/conninfo (postgresql://...), shared by many processes
  *   DEX_AGENT_LISTEN          HOST:PORT to listen on (127.0.0.1:8080)
+ *   DEX_AGENT_ALLOWED_HOSTS   more Host header names the page may be reached by
+ *                             (comma separated; the listen address always works)
  *   DEX_AGENT_THREADS         worker threads (4) */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -271,6 +273,7 @@ static int make_routes(app *a) {
   o.system_prompt = a->prompt;
   o.context_window_tokens = a->context_tokens;
   o.settings_extra_json = a->settings_extra;
+  o.allowed_hosts = getenv("DEX_AGENT_ALLOWED_HOSTS");
   char err[256] = "";
   int rc = dexa_http_agent_routes_new(&a->routes, a->rt, &o, err, sizeof err);
   if (rc != DEXA_OK) fprintf(stderr, "ai-agent: routes: %s: %s\n", dexa_strerror(rc), err);
@@ -289,7 +292,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                          con_cls) == DEXA_OK
                ? MHD_YES
                : MHD_NO;
-  return ai_agent_serve_static(c, a->ui_dir, PREFIX, url, method);
+  return ai_agent_serve_static(c, a->routes, a->ui_dir, PREFIX, url, method);
 }
 
 /* The page never uses con_cls, so whatever is there is the routes'. */
@@ -324,12 +327,18 @@ static int start_daemon(app *a) {
     return -1;
   }
   /* One thread per connection: the event stream blocks its thread while
-   * it waits for events. */
+   * it waits for events. poll() rather than select(), whose descriptors
+   * stop at 1024. The routes give the idle timeout and the connection
+   * limits (overall and per client). */
+  struct MHD_OptionItem limits[DEXA_HTTP_DAEMON_OPTIONS_MAX];
+  if (dexa_http_agent_routes_daemon_options(a->routes, limits, DEXA_HTTP_DAEMON_OPTIONS_MAX) !=
+      DEXA_OK)
+    return -1;
   a->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                                   MHD_USE_ERROR_LOG,
+                                   MHD_USE_POLL | MHD_USE_ERROR_LOG,
                                0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, &sa,
-                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
-                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_ARRAY,
+                               limits, MHD_OPTION_END);
   if (!a->daemon) {
     fprintf(stderr, "ai-agent: cannot listen on %s (in use?)\n", a->listen);
     return -1;

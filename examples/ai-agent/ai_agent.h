@@ -17,8 +17,11 @@ int ai_agent_tools_new(dexa_tool_source **out);
 
 /* Serves url from the directory ui_dir when it is prefix + "/" (index.html)
  * or prefix + "/NAME" of a file there; redirects "/" and prefix to
- * prefix + "/"; 404 otherwise. Returns an MHD result. */
-enum MHD_Result ai_agent_serve_static(struct MHD_Connection *connection, const char *ui_dir,
+ * prefix + "/"; 404 otherwise; 421 when the Host header does not name this
+ * server (the routes' check). Every response carries the routes' security
+ * headers with the page's Content-Security-Policy. Returns an MHD result. */
+enum MHD_Result ai_agent_serve_static(struct MHD_Connection *connection,
+                                      const dexa_http_agent_routes *routes, const char *ui_dir,
                                       const char *prefix, const char *url, const char *method);
 
 #endif

@@ -343,6 +343,10 @@ int dexa__wait_eval_session(dexa_runtime *rt, dexa__store_conn *c, const char *s
 
 /* Applies the writes, publishes and events of res for session sid;
  * *published set when a channel got a message. */
+/* Appends one durable event the runtime itself emits (step_retrying) to
+ * the session's stream, inside the caller's write transaction. */
+int dexa__event_append(dexa_runtime *rt, dexa__store_conn *c, const char *sid, const char *json,
+                       size_t len);
 int dexa__apply_effects(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
                         const dexa_result *res, int *published);
 /* Applies a decision document (NULL: none). from_exec is excluded from its
