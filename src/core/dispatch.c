@@ -13,7 +13,8 @@ DEXA_EXTERN int dexa_call_init(dexa_call *call, size_t struct_size) {
   if (struct_size < CALL_V1_SIZE) return DEXA_E_STRUCT_SIZE;
   memset(call, 0, struct_size);
   /* The caller's size, so members it does not have are never read. */
-  call->struct_size = (uint32_t)(struct_size < sizeof(dexa_call) ? struct_size : sizeof(dexa_call));
+  call->struct_size =
+      (uint32_t)(struct_size < sizeof(dexa_call) ? struct_size : sizeof(dexa_call));
   call->attempt = 1;
   return DEXA_OK;
 }

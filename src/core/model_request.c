@@ -43,7 +43,8 @@ int dexa__model_request_tail(dexa_model_request *req, const dexa_tool_list *tool
     dexa__buf_puts(b, ",\"effect\":");
     dexa__buf_json_cstr(b, dexa__tool_effect_name(d->effect));
     if (with_approval)
-      dexa__buf_puts(b, d->approval == DEXA_APPROVAL_REQUIRED ? ",\"approval\":true" : ",\"approval\":false");
+      dexa__buf_puts(b, d->approval == DEXA_APPROVAL_REQUIRED ? ",\"approval\":true"
+                                                              : ",\"approval\":false");
     dexa__buf_putc(b, '}');
   }
   dexa__buf_puts(b, "]}");

@@ -160,7 +160,8 @@ static int record_reply(run *r) {
     rc = dexa__transcript_store(r->c, &t);
     return rc == DEXA_OK ? fail_turn(r, DEXA_E_STATE_LIMIT, r->segment->why) : rc;
   }
-  int control = dexa__control_pending(r->c, r->turn, action, &rc) || dexa__call_cancelled(r->c->call);
+  int control =
+      dexa__control_pending(r->c, r->turn, action, &rc) || dexa__call_cancelled(r->c->call);
   if (rc != DEXA_OK) return rc;
   cJSON *calls = r->reply.tool_call_count ? reply_calls(&r->reply) : NULL;
   if (r->reply.tool_call_count && !calls) return DEXA_E_NOMEM;
@@ -229,9 +230,11 @@ static int call_model(run *r) {
   int rc = dexa__tool_catalog(r->c, &r->tools, planning);
   if (rc == DEXA_OK)
     rc = r->segment ? dexa__segment_request(r)
-                    : dexa__model_request_build(r->c, r->model, &r->state, r->round, &r->tools, &r->req);
+                    : dexa__model_request_build(r->c, r->model, &r->state, r->round, &r->tools,
+                                                &r->req);
   if (rc != DEXA_OK) return rc;
-  if (r->segment && r->segment->over_limit) return fail_turn(r, DEXA_E_STATE_LIMIT, r->segment->why);
+  if (r->segment && r->segment->over_limit)
+    return fail_turn(r, DEXA_E_STATE_LIMIT, r->segment->why);
   if (needs_compaction(r)) {
     char input[96];
     snprintf(input, sizeof input, "{\"turn\":%lld,\"round\":%lld,\"compacted\":true}",
@@ -242,7 +245,8 @@ static int call_model(run *r) {
   r->req.emit_ctx = r;
   r->req.cancelled = call_cancelled;
   r->req.cancel_ctx = r;
-  rc = r->segment ? dexa__segment_run(r) : r->model->vt.generate(r->model->user_data, &r->req, &r->reply);
+  rc = r->segment ? dexa__segment_run(r)
+                  : r->model->vt.generate(r->model->user_data, &r->req, &r->reply);
   if (rc == DEXA_OK && r->reply.oom) rc = DEXA_E_NOMEM;
   if (rc == DEXA_OK && r->reply.item_count == 0) {
     dexa_model_reply_set_error(&r->reply, "the model returned no output", 0);

@@ -189,7 +189,8 @@ static const dexa__tool_def *call_policy(const cJSON *call, const dexa__tool_def
   *own = *def;
   int e = effect ? dexa__tool_effect_parse(effect, strlen(effect)) : 0;
   if (e) own->effect = e;
-  if (approval) own->approval = strcmp(approval, "required") == 0 ? DEXA_APPROVAL_REQUIRED : DEXA_APPROVAL_NONE;
+  if (approval)
+    own->approval = strcmp(approval, "required") == 0 ? DEXA_APPROVAL_REQUIRED : DEXA_APPROVAL_NONE;
   return own;
 }
 
