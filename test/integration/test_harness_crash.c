@@ -10,7 +10,10 @@
  *       approval runs it once and the framework finishes the turn;
  *   (c) killed inside a segment, during a read run inside it: the segment
  *       reruns whole on a new process (the read runs again: at least once),
- *       and only the committed attempt's read is recorded. */
+ *       and only the committed attempt's read is recorded;
+ *   (d) killed in the segment after a write's own Step committed: the
+ *       segment reruns on a new process with the recorded result, and the
+ *       write does not run again. */
 #include <cjson/cJSON.h>
 #include <dexagents/dexagents.h>
 #include <signal.h>
@@ -76,9 +79,18 @@ static int send_mail(void *u, const dexa_tool_invocation *inv, dexa_tool_output 
   return dexa_tool_output_set_text(out, "sent", 4, 0);
 }
 
-static dexa_agent *make_agent(void) {
+static void lingers(void *ctx) { append_line("lingers", "segment"); }
+
+/* The worker that is killed lingers where a script says so; a restarted
+ * one does not. */
+static dexa_agent *make_agent_for(int killed) {
   dexa_model *m;
-  toyfw_options o = {DEXA_HARNESS_OWNS_TRANSCRIPT | DEXA_HARNESS_RUNS_READS, 0, 0, NULL, NULL};
+  toyfw_options o = {DEXA_HARNESS_OWNS_TRANSCRIPT | DEXA_HARNESS_RUNS_READS,
+                     0,
+                     0,
+                     NULL,
+                     NULL,
+                     killed ? lingers : NULL};
   toyfw_new(&m, "toy/fw", &o, NULL);
   dexa_tool_source *tools;
   dexa_function_tools_new(&tools, "fns");
@@ -102,6 +114,8 @@ static dexa_agent *make_agent(void) {
   dexa_tool_source_free(tools);
   return a;
 }
+
+static dexa_agent *make_agent(void) { return make_agent_for(0); }
 
 static dexa_runtime *open_runtime(dexa_agent *a) {
   dexa_runtime_options o;
@@ -184,7 +198,7 @@ static pid_t spawn_worker(child_setup setup) {
   fflush(NULL);
   pid_t pid = fork();
   if (pid != 0) return g_worker = pid;
-  dexa_agent *a = make_agent();
+  dexa_agent *a = make_agent_for(1);
   dexa_runtime *rt = open_runtime(a);
   if (!rt) _exit(3);
   if (setup) setup(rt);
@@ -319,6 +333,29 @@ static void test_kill_inside_a_segment_reruns_it_whole(void) {
   cleanup_dir();
 }
 
+/* ---- (d) ---- */
+
+static void setup_after_write(dexa_runtime *rt) {
+  dexa_runtime_start_session(rt, "s-after", NULL, 0, NULL, NULL);
+  send_text(rt, "s-after", "call send_mail {\"to\":\"ops\"}\nlinger 60000");
+}
+
+static void test_kill_after_the_write_step_never_repeats_it(void) {
+  fresh_dir();
+  spawn_worker(setup_after_write);
+  /* the next segment lingers: the write's result is committed before it */
+  CHECK(wait_lines("lingers", 1, 20000));
+  kill_worker();
+  CHECK_EQ_INT(count_lines("mails"), 1);
+  restarted r = restart();
+  CHECK(r.rt != NULL);
+  int answered = wait_snapshot(r.rt, "s-after", "results: send_mail=ok:sent [4 messages]", 30000);
+  stop(&r);
+  CHECK(answered);
+  CHECK_EQ_INT(count_lines("mails"), 1);
+  cleanup_dir();
+}
+
 int main(void) {
   atexit(kill_worker);
   RUN(test_kill_after_one_of_two_tools_finished);
@@ -326,6 +363,8 @@ int main(void) {
   RUN(test_kill_while_waiting_for_approval_then_restart);
   kill_worker();
   RUN(test_kill_inside_a_segment_reruns_it_whole);
+  kill_worker();
+  RUN(test_kill_after_the_write_step_never_repeats_it);
   kill_worker();
   TEST_MAIN_END();
 }

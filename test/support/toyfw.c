@@ -256,14 +256,12 @@ static void answer_results(segment *s, int a, char *text, size_t size) {
   }
 }
 
-static int fails(const char *script, int attempt) {
-  const char *f = strstr(script, "fail ");
-  return f && (f == script || f[-1] == '\n') && attempt <= atoi(f + 5);
-}
-
-static void sleeps(const char *script) {
-  const char *f = strstr(script, "sleep ");
-  if (f && (f == script || f[-1] == '\n')) usleep((useconds_t)atoi(f + 6) * 1000);
+/* The number after command word in the script, or 0. */
+static int command_arg(const char *script, const char *word) {
+  size_t n = strlen(word);
+  for (const char *f = strstr(script, word); f; f = strstr(f + 1, word))
+    if ((f == script || f[-1] == '\n') && f[n] == ' ') return atoi(f + n + 1);
+  return 0;
 }
 
 /* Writes the reply: its assistant message verbatim, text, calls, policies. */
@@ -309,12 +307,18 @@ static int decide(segment *s) {
   char text[2048] = "";
   cJSON *calls = cJSON_CreateArray();
   int rc = DEXA_OK;
-  sleeps(script);
-  if (a < u)
+  usleep((useconds_t)command_arg(script, "sleep") * 1000);
+  if (a < u) {
     rc = act(s, script, calls, text, sizeof text);
-  else
+  } else {
+    int linger = command_arg(script, "linger");
+    if (linger && s->fw->o.on_linger) {
+      s->fw->o.on_linger(s->fw->o.ctx);
+      usleep((useconds_t)linger * 1000);
+    }
     answer_results(s, a, text, sizeof text);
-  if (rc == DEXA_OK && fails(script, s->attempt)) {
+  }
+  if (rc == DEXA_OK && s->attempt <= command_arg(script, "fail")) {
     dexa_model_reply_set_error(s->reply, "toy failure", 0);
     rc = DEXA_E_TRANSIENT;
   }

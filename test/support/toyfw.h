@@ -13,6 +13,8 @@
  *   fail N            the first N attempts of each segment fail (transient)
  *   block             waits inside the segment until the turn is stopped
  *   sleep MS          sleeps at the start of each segment
+ *   linger MS         in a segment that answers results, calls on_linger and
+ *                     sleeps (to be killed there); nothing without on_linger
  *   grow BYTES        appends that much filler to its state
  * Anything else is answered "echo: <text>". Once the results of its calls
  * are back it answers "results: NAME=STATUS:OUTPUT | ... [N messages]",
@@ -31,6 +33,8 @@ typedef struct toyfw_options {
   /* Called once when a segment blocks ("block"), e.g. to stop the turn. */
   void (*on_block)(void *ctx);
   void *ctx;
+  /* Called when a segment lingers ("linger"); lingering is off without it. */
+  void (*on_linger)(void *ctx);
 } toyfw_options;
 
 /* What the framework saw; read it between dispatches. */

@@ -63,7 +63,7 @@ static fixture setup_with(const setup_opts *o) {
   memset(&mailer, 0, sizeof mailer);
   memset(&guarded, 0, sizeof guarded);
   fixture f = {NULL, NULL, NULL};
-  toyfw_options to = {o->flags, o->fold_every, o->summarize, stop_now, current};
+  toyfw_options to = {o->flags, o->fold_every, o->summarize, stop_now, current, NULL};
   dexa_model *m;
   toyfw_new(&m, "toy/fw", &to, &f.fw);
   dexa_tool_source *tools;
@@ -81,6 +81,7 @@ static fixture setup_with(const setup_opts *o) {
   def.tool_sources = &tools;
   def.tool_source_count = 1;
   def.builtin_tools = DEXA_BUILTIN_ALL;
+  def.plan_mode_enabled = 1;
   def.context_window_tokens = o->context_window;
   if (o->max_state_bytes) {
     def.max_state_bytes = o->max_state_bytes;
@@ -552,6 +553,25 @@ static void test_harness_durable_wait_and_write_todos(void) {
   teardown(&f);
 }
 
+static void test_harness_planning_turn_offers_write_todos_alone(void) {
+  fixture f = setup(DEXA_HARNESS_OWNS_TRANSCRIPT);
+  CHECK_EQ_INT(memhost_rpc(f.h, "send_message",
+                           "{\"text\":\"call lookup {}\\ntodos\",\"plan_mode\":true}", NULL),
+               DEXA_OK);
+  memhost_run(f.h);
+  CHECK_EQ_INT(atomic_load(&lookup.calls), 0);
+  CHECK_CONTAINS(last_text(&f), "lookup=error:unknown tool \"lookup\": it is not offered to this "
+                                "session (a planning turn may call write_todos only)");
+  CHECK_CONTAINS(last_text(&f), "write_todos=ok:The plan is now revision 1.");
+  CHECK_CONTAINS(memhost_attr(f.h, "AgentPlan"), "\"revision\":1,\"status\":\"draft\"");
+  CHECK_EQ_INT(rpc(&f, "execute_plan", "{\"revision\":1}"), DEXA_OK);
+  memhost_run(f.h);
+  CHECK_CONTAINS(turn_status(&f), "\"turn\":2,\"status\":\"idle\",\"mode\":\"executing\"");
+  CHECK_STR(f.fw->new_roles, "user");
+  CHECK_STR(last_text(&f), "echo: Execute the plan (revision 1). [7 messages]");
+  teardown(&f);
+}
+
 /* ---- compaction and the state limit ---- */
 
 static void test_harness_owning_its_transcript_gets_no_compaction_and_ends_at_the_limit(void) {
@@ -769,6 +789,7 @@ int main(void) {
   RUN(test_harness_steer_starts_a_turn_with_the_steered_message);
   RUN(test_harness_ask_user_waits_for_the_answer);
   RUN(test_harness_durable_wait_and_write_todos);
+  RUN(test_harness_planning_turn_offers_write_todos_alone);
   RUN(test_harness_owning_its_transcript_gets_no_compaction_and_ends_at_the_limit);
   RUN(test_harness_with_our_transcript_and_summarize_gets_compaction);
   RUN(test_harness_with_our_transcript_but_no_summarize_gets_no_compaction);
