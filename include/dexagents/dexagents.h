@@ -8,6 +8,7 @@
 #include "flow.h"
 #include "model.h"
 #include "tools.h"
+#include "harness.h"
 #include "mcp.h"
 #include "agent.h"
 #include "runtime.h"

@@ -109,6 +109,12 @@ typedef struct dexa_call {
   dexa_attr_scan_fn attr_scan;  /* required */
   void *sink_user_data;
   dexa_event_sink_fn event_sink; /* optional */
+  /* Appended in 1.1 (a struct_size without them reads as NULL): returns
+   * nonzero once the turn of a running Step was stopped, so a long model
+   * call or harness segment may end early (dexa_model_request_cancelled).
+   * Optional; may be called on the dispatching thread any number of times. */
+  int (*cancelled)(void *cancel_user_data);
+  void *cancel_user_data;
 } dexa_call;
 
 /* Zeroes call and sets struct_size. size must be at least the 1.0 size.

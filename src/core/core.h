@@ -87,6 +87,14 @@ int dexa__turn_is_running(dexa__ctx *c, int64_t turn, dexa__turn *t, int *rc);
 /* DEXA_OK when the session exists, else fails the result with NOT_FOUND. */
 int dexa__require_session(dexa__ctx *c);
 
+/* 1 when the host says the running Step's turn was stopped
+ * (dexa_call.cancelled, appended in 1.1), else 0. */
+int dexa__call_cancelled(const dexa_call *call);
+
+/* The bytes of a harness's own state (AgentHarness), 0 without one: they
+ * count as active state against max_state_bytes. */
+int dexa__harness_state_bytes(dexa__ctx *c, int64_t *bytes);
+
 /* AgentTurnControl: a steer or stop waiting for the turn's next safe Step
  * boundary. Returns 1 (action copied, 16 bytes) when turn has one. */
 int dexa__control_pending(dexa__ctx *c, int64_t turn, char *action, int *rc);

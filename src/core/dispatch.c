@@ -1,18 +1,27 @@
 /* dexa_dispatch: validates a call, routes it to its Step or RPC handler and
  * returns the handler's result. Keeps nothing between calls. */
+#include <stddef.h>
 #include <string.h>
 
 #include "core/flow_table.h"
 
-#define CALL_V1_SIZE sizeof(dexa_call)
+/* The 1.0 struct ends before the cancellation callback (appended in 1.1). */
+#define CALL_V1_SIZE offsetof(dexa_call, cancelled)
 
 DEXA_EXTERN int dexa_call_init(dexa_call *call, size_t struct_size) {
   if (!call) return DEXA_E_INVALID_ARG;
   if (struct_size < CALL_V1_SIZE) return DEXA_E_STRUCT_SIZE;
   memset(call, 0, struct_size);
-  call->struct_size = (uint32_t)sizeof(dexa_call);
+  /* The caller's size, so members it does not have are never read. */
+  call->struct_size =
+      (uint32_t)(struct_size < sizeof(dexa_call) ? struct_size : sizeof(dexa_call));
   call->attempt = 1;
   return DEXA_OK;
+}
+
+int dexa__call_cancelled(const dexa_call *call) {
+  if (call->struct_size < offsetof(dexa_call, cancel_user_data) + sizeof(void *)) return 0;
+  return call->cancelled && call->cancelled(call->cancel_user_data) != 0;
 }
 
 /* Returns NULL when the call is well formed, else what is wrong with it. */

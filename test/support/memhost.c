@@ -54,6 +54,7 @@ struct memhost {
   int lose_count;
   int64_t now;
   int failed;
+  int cancelled;
   cJSON *events;
   cJSON *live;
   char *events_text;
@@ -193,6 +194,10 @@ const char *memhost_attr(const memhost *h, const char *key) {
   return attr_find(h, key, strlen(key), &pos) ? h->attrs[pos].value : NULL;
 }
 
+void memhost_put(memhost *h, const char *key, const char *value) {
+  attr_put(h, key, strlen(key), value, value ? strlen(value) : 0);
+}
+
 int memhost_count(const memhost *h, const char *prefix) {
   int n = 0;
   for (int i = 0; i < h->nattrs; i++) n += strncmp(h->attrs[i].key, prefix, strlen(prefix)) == 0;
@@ -284,6 +289,10 @@ static void apply_effects(memhost *h, const dexa_result *r) {
   }
 }
 
+static int cancelled_cb(void *user) { return ((memhost *)user)->cancelled; }
+
+void memhost_set_cancelled(memhost *h, int cancelled) { h->cancelled = cancelled; }
+
 static void sink(void *user, const char *json, size_t len) {
   memhost *h = user;
   cJSON_AddItemToArray(h->live, cJSON_ParseWithLength(json, len));
@@ -311,6 +320,8 @@ static int dispatch(memhost *h, int kind, const char *name, const char *exec_id,
   call.attr_scan = reader_scan;
   call.sink_user_data = h;
   call.event_sink = sink;
+  call.cancelled = cancelled_cb;
+  call.cancel_user_data = h;
   if (kind != DEXA_CALL_RPC) counter_bump(&h->dispatched, &h->ndispatched, name);
   return dexa_dispatch(out, h->agent, &call);
 }

@@ -28,6 +28,8 @@ void memhost_advance(memhost *h, int64_t ms);
 
 /* Attribute value (borrowed) or NULL. */
 const char *memhost_attr(const memhost *h, const char *key);
+/* Writes an attribute directly (NULL deletes), as another host might have. */
+void memhost_put(memhost *h, const char *key, const char *value);
 /* Number of attributes whose key starts with prefix. */
 int memhost_count(const memhost *h, const char *prefix);
 /* Number of pending Step executions of a type (NULL: all). */
@@ -40,5 +42,8 @@ const char *memhost_live(memhost *h);
 int memhost_dispatches(const memhost *h, const char *step);
 /* 1 after a Step without recovery ran out of attempts. */
 int memhost_failed(const memhost *h);
+/* What the calls' cancellation callback (dexa_call.cancelled) answers from
+ * now on: a host's flag that the running turn was stopped. */
+void memhost_set_cancelled(memhost *h, int cancelled);
 
 #endif
