@@ -1,0 +1,510 @@
+/* The Claude Code harness: each RunModel Step runs the Claude Code CLI for
+ * one segment of a turn (see dexagents-claude-code(7)). This file sets a
+ * segment up (the session file written back into a private directory, the
+ * CLI's arguments and environment, the new messages as the CLI's input),
+ * runs it (cc_segment.c) and turns what the CLI did into the reply: its
+ * assistant messages verbatim with their text, the call that leaves the
+ * segment, usage, and the transcript lines appended to the harness state. */
+#include <cjson/cJSON.h>
+#include <dexagents/harness.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dexagents/errors.h"
+#include "harness/cc_options.h"
+#include "harness/cc_segment.h"
+
+extern char **environ;
+
+typedef struct cc_harness {
+  dexa__cc_options o;
+} cc_harness;
+
+static const char *str(const cJSON *o, const char *name) {
+  return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
+}
+
+/* ---- the CLI's input: recorded results owed, then the new user text ---- */
+
+static const cJSON *new_result(const cJSON *messages, const char *call_id) {
+  const cJSON *m;
+  cJSON_ArrayForEach(m, messages) {
+    const char *role = str(m, "role"), *id = str(m, "call_id");
+    if (role && strcmp(role, "tool") == 0 && id && strcmp(id, call_id) == 0) return m;
+  }
+  return NULL;
+}
+
+/* A recorded result as the model reads it: text only. */
+static cJSON *result_block(const char *id, const cJSON *recorded, const dexa__cc_pending *p) {
+  cJSON *b = cJSON_CreateObject();
+  cJSON_AddStringToObject(b, "type", "tool_result");
+  cJSON_AddStringToObject(b, "tool_use_id", id);
+  if (recorded) {
+    const char *status = str(recorded, "status"), *output = str(recorded, "output");
+    int ok = status && strcmp(status, "ok") == 0;
+    char prefix[96] = "";
+    if (!ok)
+      snprintf(prefix, sizeof prefix, "[%s] ", status && strcmp(status, "rejected") == 0
+                                                    ? "rejected by the person who reviews calls"
+                                                    : status ? status : "error");
+    size_t n = strlen(prefix) + strlen(output ? output : "") + 1;
+    char *text = malloc(n);
+    if (text) snprintf(text, n, "%s%s", prefix, output ? output : "");
+    cJSON_AddStringToObject(b, "content", text ? text : "");
+    free(text);
+    if (!ok) cJSON_AddBoolToObject(b, "is_error", 1);
+  } else if (p && p->result) {
+    cJSON *content = cJSON_Parse(p->result);
+    cJSON_AddItemToObject(b, "content", content ? content : cJSON_CreateString(""));
+    if (p->is_error) cJSON_AddBoolToObject(b, "is_error", 1);
+  } else {
+    cJSON_AddStringToObject(b, "content", "Not run: one call that changes things runs per step. "
+                                          "Call it again if it is still needed.");
+    cJSON_AddBoolToObject(b, "is_error", 1);
+  }
+  return b;
+}
+
+static cJSON *user_input(const dexa__cc_segment *s) {
+  const cJSON *messages = cJSON_GetObjectItemCaseSensitive(s->request, "messages");
+  size_t first = dexa_model_request_first_new_message(s->req);
+  cJSON *content = cJSON_CreateArray();
+  for (size_t i = 0; i < s->state.pending_count; i++) {
+    const dexa__cc_pending *p = &s->state.pending[i];
+    cJSON_AddItemToArray(content, result_block(p->id, new_result(messages, p->id), p));
+  }
+  size_t i = 0;
+  const cJSON *m;
+  cJSON_ArrayForEach(m, messages) {
+    const char *role = str(m, "role"), *text = str(m, "text");
+    if (i++ < first || !role || strcmp(role, "user") != 0 || !text) continue;
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "type", "text");
+    cJSON_AddStringToObject(b, "text", text);
+    cJSON_AddItemToArray(content, b);
+  }
+  if (!cJSON_GetArraySize(content)) { /* e.g. a turn resumed after a failure */
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "type", "text");
+    cJSON_AddStringToObject(b, "text", "Continue.");
+    cJSON_AddItemToArray(content, b);
+  }
+  cJSON *doc = cJSON_CreateObject();
+  cJSON_AddStringToObject(doc, "type", "user");
+  cJSON *msg = cJSON_AddObjectToObject(doc, "message");
+  cJSON_AddStringToObject(msg, "role", "user");
+  cJSON_AddItemToObject(msg, "content", content);
+  cJSON_AddNullToObject(doc, "parent_tool_use_id");
+  cJSON_AddStringToObject(doc, "session_id", "");
+  return doc;
+}
+
+static cJSON *initialize(const dexa__cc_segment *s) {
+  cJSON *doc = cJSON_CreateObject();
+  cJSON_AddStringToObject(doc, "type", "control_request");
+  cJSON_AddStringToObject(doc, "request_id", "dexa-initialize");
+  cJSON *r = cJSON_AddObjectToObject(doc, "request");
+  cJSON_AddStringToObject(r, "subtype", "initialize");
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "sdkMcpServers"),
+                       cJSON_CreateString(DEXA__CC_SERVER));
+  const char *instructions = str(s->request, "instructions");
+  if (instructions && *instructions) cJSON_AddStringToObject(r, "appendSystemPrompt", instructions);
+  return doc;
+}
+
+static int send_doc(dexa__cc_segment *s, cJSON *doc) {
+  char *text = doc ? cJSON_PrintUnformatted(doc) : NULL;
+  cJSON_Delete(doc);
+  if (!text) return DEXA_E_NOMEM;
+  size_t n = strlen(text);
+  text[n] = '\n';
+  int rc = dexa__cc_proc_write(&s->proc, text, n + 1);
+  free(text);
+  return rc;
+}
+
+/* ---- the CLI's command line and environment ---- */
+
+typedef struct strv {
+  char **v;
+  size_t n, cap;
+  int oom;
+} strv;
+
+static void push(strv *a, const char *s, int own) {
+  if (a->oom) return;
+  if (a->n + 2 > a->cap) {
+    size_t cap = a->cap ? a->cap * 2 : 32;
+    char **p = realloc(a->v, cap * sizeof *p);
+    if (!p) {
+      a->oom = 1;
+      return;
+    }
+    a->v = p;
+    a->cap = cap;
+  }
+  a->v[a->n] = own ? (char *)s : strdup(s);
+  if (!a->v[a->n]) a->oom = 1;
+  else a->v[++a->n] = NULL;
+}
+
+static void strv_free(strv *a) {
+  for (size_t i = 0; i < a->n; i++) free(a->v[i]);
+  free(a->v);
+}
+
+static char *joined(char *const *list, size_t n) {
+  dexa__buf b;
+  dexa__buf_init(&b);
+  for (size_t i = 0; i < n; i++) {
+    if (i) dexa__buf_putc(&b, ',');
+    dexa__buf_puts(&b, list[i]);
+  }
+  return dexa__buf_steal(&b, NULL);
+}
+
+static void build_argv(strv *a, const dexa__cc_segment *s) {
+  static const char *const fixed[] = {
+      "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
+      "--permission-prompt-tool", "stdio", "--session-mirror", "--strict-mcp-config",
+      "--mcp-config", "{\"mcpServers\":{\"" DEXA__CC_SERVER "\":{\"type\":\"sdk\",\"name\":\"" DEXA__CC_SERVER "\"}}}",
+      /* No settings, hooks or permission rules of the machine's user: the
+       * host decides. */
+      "--setting-sources", "", NULL};
+  push(a, s->o->cli_path, 0);
+  for (int i = 0; fixed[i]; i++) push(a, fixed[i], 0);
+  char *tools = joined(s->o->tools, s->o->tool_count);
+  push(a, "--tools", 0);
+  push(a, tools ? tools : "", 0);
+  if (s->o->tool_count) {
+    push(a, "--allowedTools", 0);
+    push(a, tools ? tools : "", 0);
+  }
+  free(tools);
+  if (s->o->model) {
+    push(a, "--model", 0);
+    push(a, s->o->model, 0);
+  }
+  if (s->state.sid) {
+    push(a, "--resume", 0);
+    push(a, s->state.sid, 0);
+    if (s->state.at) {
+      push(a, "--resume-session-at", 0);
+      push(a, s->state.at, 0);
+    }
+  }
+}
+
+static int set_by(const char *kv, char *const *list, size_t n) {
+  size_t kl = strcspn(kv, "=");
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(list[i], kv, kl) == 0 && list[i][kl] == '=') return 1;
+  return 0;
+}
+
+static void push_kv(strv *a, const char *key, const char *value) {
+  size_t n = strlen(key) + strlen(value) + 2;
+  char *kv = malloc(n);
+  if (kv) snprintf(kv, n, "%s=%s", key, value);
+  if (!kv) a->oom = 1;
+  else push(a, kv, 1);
+}
+
+/* The worker's environment with the host's "env" over it and the
+ * harness's own variables: a private config directory, the session file's
+ * project name, subagents in the foreground (a segment ends with its turn).
+ * The API key is whatever the worker's environment holds. */
+static void build_env(strv *a, const dexa__cc_segment *s, const char *dir) {
+  static const char *const own[] = {"CLAUDE_CONFIG_DIR", "CLAUDE_CODE_PROJECT_DIR_NAME",
+                                    "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS", "CLAUDECODE", NULL};
+  for (size_t i = 0; environ && environ[i]; i++) {
+    int skip = set_by(environ[i], s->o->env, s->o->env_count);
+    for (int k = 0; own[k] && !skip; k++)
+      skip = strncmp(environ[i], own[k], strlen(own[k])) == 0 && environ[i][strlen(own[k])] == '=';
+    if (!skip) push(a, environ[i], 0);
+  }
+  for (size_t i = 0; i < s->o->env_count; i++) push(a, s->o->env[i], 0);
+  push_kv(a, "CLAUDE_CONFIG_DIR", dir);
+  push_kv(a, "CLAUDE_CODE_PROJECT_DIR_NAME", DEXA__CC_PROJECT);
+  push_kv(a, "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS", "1");
+  if (!getenv("CLAUDE_CODE_ENTRYPOINT") && !set_by("CLAUDE_CODE_ENTRYPOINT=", s->o->env, s->o->env_count))
+    push_kv(a, "CLAUDE_CODE_ENTRYPOINT", "sdk-c");
+  if (!getenv("DISABLE_AUTOUPDATER") && !set_by("DISABLE_AUTOUPDATER=", s->o->env, s->o->env_count))
+    push_kv(a, "DISABLE_AUTOUPDATER", "1");
+}
+
+/* ---- the private directory ---- */
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *f) {
+  (void)st;
+  (void)flag;
+  (void)f;
+  remove(path);
+  return 0;
+}
+
+static int make_private_dir(char *out, size_t n) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(out, n, "%s/dexa-claude-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  return mkdtemp(out) ? DEXA_OK : DEXA_E_IO;
+}
+
+/* ---- the reply ---- */
+
+static int has_tool_use(const cJSON *message, const char *id) {
+  const cJSON *b;
+  cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(message, "content")) {
+    const char *bid = str(b, "id");
+    if (bid && strcmp(bid, id) == 0) return 1;
+  }
+  return 0;
+}
+
+static int add_item(dexa_model_reply *reply, const cJSON *message) {
+  char *json = cJSON_PrintUnformatted(message);
+  if (!json) return DEXA_E_NOMEM;
+  int rc = dexa_model_reply_add_item(reply, json, strlen(json));
+  free(json);
+  const cJSON *b;
+  cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(message, "content")) {
+    const char *type = str(b, "type"), *text = str(b, "text");
+    if (rc == DEXA_OK && type && strcmp(type, "text") == 0 && text && *text)
+      rc = dexa_model_reply_add_text(reply, text, strlen(text));
+  }
+  return rc;
+}
+
+static int add_items(const dexa__cc_segment *s, dexa_model_reply *reply) {
+  int rc = DEXA_OK, added = 0;
+  const cJSON *item;
+  cJSON_ArrayForEach(item, s->items) {
+    const cJSON *message = cJSON_GetObjectItemCaseSensitive(item, "message");
+    if (rc == DEXA_OK) rc = add_item(reply, message);
+    added++;
+    if (rc != DEXA_OK || !s->leave_id || !has_tool_use(message, s->leave_id)) continue;
+    char *args = cJSON_PrintUnformatted(s->leave_args);
+    rc = args ? dexa_model_reply_add_tool_call(reply, s->leave_id, s->leave_name, args, strlen(args))
+              : DEXA_E_NOMEM;
+    free(args);
+  }
+  if (rc == DEXA_OK && !added) { /* the CLI answered without a message */
+    static const char empty[] = "{\"role\":\"assistant\",\"content\":[]}";
+    rc = dexa_model_reply_add_item(reply, empty, sizeof empty - 1);
+    if (rc == DEXA_OK && *s->result_text && !s->result_is_error)
+      rc = dexa_model_reply_add_text(reply, s->result_text, strlen(s->result_text));
+  }
+  return rc;
+}
+
+/* The tool_uses of the assistant message that holds the leaving call (the
+ * CLI writes one transcript entry per content block, all with the
+ * message's id): the next segment owes each a result, and resumes at the
+ * last of them. */
+static int leave_pending(const dexa__cc_segment *s, dexa__cc_pending **out, size_t *count,
+                         const char **at) {
+  const char *msg_id = NULL;
+  const cJSON *item;
+  cJSON_ArrayForEach(item, s->items) {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(item, "message");
+    if (has_tool_use(m, s->leave_id)) msg_id = str(m, "id");
+  }
+  size_t n = 0, cap = 0;
+  dexa__cc_pending *p = NULL;
+  cJSON_ArrayForEach(item, s->items) {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(item, "message");
+    const char *id = str(m, "id");
+    if (!msg_id || !id || strcmp(id, msg_id) != 0) continue;
+    *at = str(item, "uuid");
+    const cJSON *b;
+    cJSON_ArrayForEach(b, cJSON_GetObjectItemCaseSensitive(m, "content")) {
+      const char *type = str(b, "type"), *use = str(b, "id");
+      if (!type || strcmp(type, "tool_use") != 0 || !use) continue;
+      if (dexa__grow_array(&p, n, &cap, sizeof *p) != 0) goto oom;
+      memset(&p[n], 0, sizeof *p);
+      dexa__cc_pending *d = &p[n++];
+      const cJSON *r = strcmp(use, s->leave_id) ? cJSON_GetObjectItemCaseSensitive(s->results, use) : NULL;
+      d->id = strdup(use);
+      d->name = strdup(str(b, "name") ? str(b, "name") : "");
+      if (!d->id || !d->name) goto oom;
+      if (r) {
+        d->result = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(r, "content"));
+        d->is_error = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "is_error"));
+        if (!d->result) goto oom;
+      }
+    }
+  }
+  *out = p;
+  *count = n;
+  return DEXA_OK;
+oom:
+  dexa__cc_pending_free(p, n);
+  return DEXA_E_NOMEM;
+}
+
+static int save_state(const dexa__cc_segment *s, dexa_model_reply *reply) {
+  dexa__cc_pending *pending = NULL;
+  size_t count = 0;
+  const char *at = s->last_uuid ? s->last_uuid : s->state.at;
+  int rc = s->leave_id ? leave_pending(s, &pending, &count, &at) : DEXA_OK;
+  if (rc != DEXA_OK) return rc;
+  dexa__buf e;
+  dexa__buf_init(&e);
+  dexa__cc_state_entry(&e, s->sid ? s->sid : s->state.sid, at, pending, count, s->jsonl.data,
+                       s->jsonl.len);
+  rc = e.oom ? DEXA_E_NOMEM : dexa_model_reply_add_harness_entry(reply, e.data, e.len);
+  dexa__buf_free(&e);
+  dexa__cc_pending_free(pending, count);
+  return rc;
+}
+
+/* A failed turn of the CLI (no call left the segment): the API's status
+ * says whether another attempt may help. */
+static int failure_code(const dexa__cc_segment *s) {
+  switch (s->api_status) {
+  case 401:
+  case 403:
+    return DEXA_E_AUTH;
+  case 429:
+    return DEXA_E_RATE_LIMITED;
+  case 400:
+  case 404:
+  case 413:
+    return DEXA_E_MODEL;
+  default:
+    return DEXA_E_TRANSIENT;
+  }
+}
+
+static int finish(dexa__cc_segment *s, dexa_model_reply *reply, int rc) {
+  char msg[700], tail[256];
+  if (rc != DEXA_OK) {
+    dexa_model_reply_set_error(reply, s->err, 0);
+    return rc;
+  }
+  if (s->stopped) {
+    dexa_model_reply_set_error(reply, "claude-code: the turn was stopped", 0);
+    return DEXA_E_TRANSIENT;
+  }
+  if (s->timed_out) {
+    snprintf(msg, sizeof msg, "claude-code: the segment ran past %lld ms", (long long)s->o->timeout_ms);
+    dexa_model_reply_set_error(reply, msg, 0);
+    return DEXA_E_TIMEOUT;
+  }
+  if (!s->result_seen) {
+    dexa__cc_proc_stderr_tail(&s->proc, tail, sizeof tail);
+    snprintf(msg, sizeof msg, "claude-code: the CLI ended without finishing its turn%s%s",
+             *tail ? ": " : "", tail);
+    dexa_model_reply_set_error(reply, msg, 0);
+    return DEXA_E_TRANSIENT;
+  }
+  if (s->result_is_error && !s->leave_id) {
+    snprintf(msg, sizeof msg, "claude-code: %s", s->result_text);
+    dexa_model_reply_set_error(reply, msg, 0);
+    return failure_code(s);
+  }
+  rc = add_items(s, reply);
+  if (rc == DEXA_OK) rc = dexa_model_reply_set_usage(reply, s->input_tokens, s->output_tokens);
+  if (rc == DEXA_OK) rc = save_state(s, reply);
+  return rc;
+}
+
+static int start_cli(dexa__cc_segment *s, const char *dir) {
+  strv argv = {0}, env = {0};
+  build_argv(&argv, s);
+  build_env(&env, s, dir);
+  int rc = argv.oom || env.oom ? DEXA_E_NOMEM
+                               : dexa__cc_proc_start(&s->proc, argv.v, env.v, s->o->cwd, s->err,
+                                                     sizeof s->err);
+  strv_free(&argv);
+  strv_free(&env);
+  if (rc == DEXA_OK) rc = send_doc(s, initialize(s));
+  if (rc == DEXA_OK) rc = send_doc(s, user_input(s));
+  if (rc != DEXA_OK && !*s->err)
+    snprintf(s->err, sizeof s->err, "claude-code: starting the CLI: %s", dexa_strerror(rc));
+  return rc;
+}
+
+static int run_segment(void *user, const dexa_model_request *req, dexa_model_reply *reply) {
+  cc_harness *h = user;
+  int64_t deadline = dexa__cc_now_ms() + h->o.timeout_ms;
+  dexa__cc_segment s;
+  memset(&s, 0, sizeof s);
+  s.o = &h->o;
+  s.req = req;
+  s.proc.in_fd = s.proc.out_fd = s.proc.err_fd = -1;
+  dexa__buf_init(&s.jsonl);
+  dexa__buf_init(&s.proc.out);
+  s.items = cJSON_CreateArray();
+  s.results = cJSON_CreateObject();
+  char dir[4096] = "";
+  const char *json;
+  size_t len;
+  dexa_model_request_json(req, &json, &len);
+  s.request = cJSON_ParseWithLength(json, len);
+  s.tools.list = cJSON_GetObjectItemCaseSensitive(s.request, "tools");
+  int rc = s.request && s.items && s.results ? dexa__cc_state_load(&s.state, req) : DEXA_E_NOMEM;
+  if (rc != DEXA_OK) {
+    snprintf(s.err, sizeof s.err, "claude-code: reading the session's state: %s", dexa_strerror(rc));
+    goto cleanup;
+  }
+  rc = make_private_dir(dir, sizeof dir);
+  if (rc == DEXA_OK) rc = dexa__cc_state_materialize(&s.state, dir);
+  if (rc != DEXA_OK) {
+    snprintf(s.err, sizeof s.err, "claude-code: writing the session file: %s", dexa_strerror(rc));
+    goto cleanup;
+  }
+  rc = start_cli(&s, dir);
+  if (rc == DEXA_OK) rc = dexa__cc_segment_pump(&s, deadline);
+cleanup:
+  dexa__cc_proc_stop(&s.proc, 0, h->o.stop_grace_ms);
+  rc = finish(&s, reply, rc);
+  if (*dir) nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+  cJSON_Delete(s.request);
+  cJSON_Delete(s.items);
+  cJSON_Delete(s.results);
+  cJSON_Delete(s.leave_args);
+  free(s.leave_id);
+  free(s.leave_name);
+  free(s.sid);
+  free(s.last_uuid);
+  dexa__buf_free(&s.jsonl);
+  dexa__cc_state_free(&s.state);
+  return rc;
+}
+
+static void destroy(void *user) {
+  cc_harness *h = user;
+  dexa__cc_options_free(&h->o);
+  free(h);
+}
+
+DEXA_EXTERN int dexa_harness_claude_code_new(dexa_model **out, const char *name,
+                                             const char *options_json, size_t options_len,
+                                             char *errmsg, size_t errmsg_size) {
+  if (errmsg && errmsg_size) errmsg[0] = '\0';
+  if (!out) return DEXA_E_INVALID_ARG;
+  *out = NULL;
+  if (!name || !*name) {
+    if (errmsg && errmsg_size) snprintf(errmsg, errmsg_size, "claude-code: no name");
+    return DEXA_E_INVALID_ARG;
+  }
+  cc_harness *h = calloc(1, sizeof *h);
+  if (!h) return DEXA_E_NOMEM;
+  int rc = dexa__cc_options_parse(&h->o, options_json, options_len, errmsg, errmsg_size);
+  if (rc != DEXA_OK) {
+    free(h);
+    return rc;
+  }
+  dexa_harness_vtable vt;
+  dexa_harness_vtable_init(&vt, sizeof vt);
+  vt.flags = DEXA_HARNESS_OWNS_TRANSCRIPT | DEXA_HARNESS_RUNS_READS;
+  vt.run_segment = run_segment;
+  vt.destroy = destroy;
+  rc = dexa_harness_new(out, name, &vt, h);
+  if (rc != DEXA_OK) destroy(h);
+  return rc;
+}
