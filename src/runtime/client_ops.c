@@ -221,6 +221,8 @@ DEXA_EXTERN int dexa_runtime_call(dexa_runtime *rt, const char *session_id, cons
   int rc = def ? DEXA_OK : DEXA_E_UNKNOWN_RPC;
   if (rc == DEXA_OK) rc = def->read_only ? rpc_read(rt, &a) : dexa__gc_run(rt, rpc_op, &a);
   if (rc == DEXA_OK) rc = response_out(&a, out, out_len);
+  /* A Stop also reaches a segment or model call running in this process. */
+  if (rc == DEXA_OK && strcmp(rpc, "cancel_turn") == 0) dexa__inflight_stop(rt, session_id);
   if (rc != DEXA_OK) {
     const char *msg = a.errmsg[0] ? a.errmsg : dexa_strerror(rc);
     if (rc == DEXA_E_NOT_FOUND && !a.res) msg = "no such session";

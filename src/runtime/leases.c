@@ -16,6 +16,14 @@ void dexa__inflight_add(dexa_runtime *rt, dexa_task *t) {
   pthread_mutex_unlock(&rt->mu);
 }
 
+void dexa__inflight_stop(dexa_runtime *rt, const char *session_id) {
+  pthread_mutex_lock(&rt->mu);
+  for (dexa_task *t = rt->inflight; t; t = t->next)
+    if (strcmp(t->row.session_id, session_id) == 0)
+      __atomic_store_n(&t->stop_seen, 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&rt->mu);
+}
+
 void dexa__inflight_remove(dexa_runtime *rt, dexa_task *t) {
   pthread_mutex_lock(&rt->mu);
   if (t->prev || rt->inflight == t) {

@@ -177,6 +177,9 @@ struct dexa_task {
   int64_t deadline_ms; /* started + timeout: no renewal past it */
   int lost;            /* a renewal found the lease gone */
   struct dexa_task *next, *prev; /* in rt->inflight */
+  /* A cancel_turn of its session came through this runtime while it ran:
+   * its call's cancelled callback says so (atomic). */
+  int stop_seen;
 };
 
 /* ---- the runtime ---------------------------------------------------------- */
@@ -383,6 +386,9 @@ int dexa__dispatch_call(dexa_runtime *rt, const dexa_call *call, dexa_result **r
 int dexa__task_new(dexa_runtime *rt, const dexa__step_row *row, int64_t event_seq,
                    int64_t data_ver, dexa_task **out);
 void dexa__task_free(dexa_task *t);
+/* Tells the in-flight tasks of session_id that its turn was stopped, so a
+ * running model call or harness segment may end early. */
+void dexa__inflight_stop(dexa_runtime *rt, const char *session_id);
 /* Completes task with res (NULL: failed with code rc_dispatch). */
 int dexa__task_finish(dexa_runtime *rt, dexa_task *task, const dexa_result *res,
                       int rc_dispatch);

@@ -5,6 +5,11 @@
 
 #include "runtime/runtime_internal.h"
 
+static int task_stopped(void *user) {
+  const dexa_task *t = user;
+  return __atomic_load_n(&t->stop_seen, __ATOMIC_ACQUIRE);
+}
+
 int dexa__task_new(dexa_runtime *rt, const dexa__step_row *row, int64_t event_seq,
                    int64_t data_ver, dexa_task **out) {
   dexa_task *t = calloc(1, sizeof *t);
@@ -21,6 +26,8 @@ int dexa__task_new(dexa_runtime *rt, const dexa__step_row *row, int64_t event_se
   dexa__call_for_row(rt, &t->call, &t->row, t->row.started_ms);
   t->call.attr_user_data = &t->reader;
   t->call.sink_user_data = &t->sink;
+  t->call.cancelled = task_stopped;
+  t->call.cancel_user_data = t;
   *out = t;
   return DEXA_OK;
 }
