@@ -143,7 +143,10 @@ static int on_can_use_tool(dexa__cc_segment *s, const char *request_id, const cJ
   /* The CLI's own tools that the host allowed never ask. */
   if (!tool)
     return respond(s, request_id, deny("This tool is not allowed by the host.", 0, use_id));
-  if (dexa__cc_tool_runs_inside(tool)) return respond(s, request_id, allow(input, use_id));
+  if (dexa__cc_tool_runs_inside(tool)) {
+    if (use_id) cJSON_AddItemToObject(s->allowed, use_id, cJSON_CreateTrue());
+    return respond(s, request_id, allow(input, use_id));
+  }
   if (str(req, "agent_id")) return respond(s, request_id, deny(subagent_denial, 0, use_id));
   if (s->leave_id || !use_id) return respond(s, request_id, deny(second_denial, 0, use_id));
   int rc = record_leave(s, use_id, name, input);
@@ -196,7 +199,9 @@ static int on_assistant(dexa__cc_segment *s, const cJSON *line) {
 }
 
 /* Tool results of the main conversation, kept for a resume at the
- * assistant message that asked for them. */
+ * assistant message that asked for them: those of calls that ran (a read
+ * we allowed, a CLI tool that succeeded), not the refusals the CLI writes
+ * for the calls an interrupt cut off. */
 static int on_user(dexa__cc_segment *s, const cJSON *line) {
   if (!main_chain(line)) return DEXA_OK;
   const cJSON *block;
@@ -204,10 +209,12 @@ static int on_user(dexa__cc_segment *s, const cJSON *line) {
                                 cJSON_GetObjectItemCaseSensitive(line, "message"), "content")) {
     const char *type = str(block, "type"), *id = str(block, "tool_use_id");
     if (!type || strcmp(type, "tool_result") != 0 || !id) continue;
+    int is_error = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(block, "is_error"));
+    if (is_error && !cJSON_GetObjectItemCaseSensitive(s->allowed, id)) continue;
     cJSON *r = cJSON_CreateObject();
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(block, "content");
     cJSON_AddItemToObject(r, "content", content ? cJSON_Duplicate(content, 1) : cJSON_CreateString(""));
-    cJSON_AddBoolToObject(r, "is_error", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(block, "is_error")));
+    cJSON_AddBoolToObject(r, "is_error", is_error);
     cJSON_DeleteItemFromObjectCaseSensitive(s->results, id);
     cJSON_AddItemToObject(s->results, id, r);
   }

@@ -26,6 +26,7 @@ typedef struct dexa__cc_segment {
   dexa__buf jsonl; /* the session file's lines this segment added */
   cJSON *items;    /* main-conversation assistant messages: {"uuid","message"} */
   cJSON *results;  /* main-conversation tool results: id -> {"content","is_error"} */
+  cJSON *allowed;  /* the ids of the calls allowed to run inside: id -> true */
   /* The call that leaves the segment (NULL: none). */
   char *leave_id;
   char *leave_name;

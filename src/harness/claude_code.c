@@ -440,13 +440,14 @@ static int run_segment(void *user, const dexa_model_request *req, dexa_model_rep
   dexa__buf_init(&s.proc.out);
   s.items = cJSON_CreateArray();
   s.results = cJSON_CreateObject();
+  s.allowed = cJSON_CreateObject();
   char dir[4096] = "";
   const char *json;
   size_t len;
   dexa_model_request_json(req, &json, &len);
   s.request = cJSON_ParseWithLength(json, len);
   s.tools.list = cJSON_GetObjectItemCaseSensitive(s.request, "tools");
-  int rc = s.request && s.items && s.results ? dexa__cc_state_load(&s.state, req) : DEXA_E_NOMEM;
+  int rc = s.request && s.items && s.results && s.allowed ? dexa__cc_state_load(&s.state, req) : DEXA_E_NOMEM;
   if (rc != DEXA_OK) {
     snprintf(s.err, sizeof s.err, "claude-code: reading the session's state: %s", dexa_strerror(rc));
     goto cleanup;
@@ -466,6 +467,7 @@ cleanup:
   cJSON_Delete(s.request);
   cJSON_Delete(s.items);
   cJSON_Delete(s.results);
+  cJSON_Delete(s.allowed);
   cJSON_Delete(s.leave_args);
   free(s.leave_id);
   free(s.leave_name);

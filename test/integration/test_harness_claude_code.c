@@ -553,7 +553,7 @@ static void test_the_state_limit_ends_the_session(void) {
   dexa_runtime *small = a ? open_runtime(a, "small.db") : NULL;
   CHECK(small && dexa_runtime_start(small, 1) == DEXA_OK);
   CHECK_EQ_INT(start_session(small, "s-small", "cc-small-1"), DEXA_OK);
-  int failed = wait_snapshot(small, "s-small", "STATE_LIMIT", 120000);
+  int failed = wait_snapshot(small, "s-small", "\"code\":-304", 120000);
   if (!failed) show(small, "s-small");
   CHECK(failed);
   /* The session takes no more messages. */
