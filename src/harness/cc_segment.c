@@ -39,7 +39,8 @@ static const char *str(const cJSON *o, const char *name) {
   return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
 }
 
-static int send_json(dexa__cc_segment *s, cJSON *doc) {
+int dexa__cc_send(dexa__cc_segment *s, cJSON *doc) {
+  if (!doc) return DEXA_E_NOMEM;
   char *text = cJSON_PrintUnformatted(doc);
   cJSON_Delete(doc);
   if (!text) return DEXA_E_NOMEM;
@@ -61,7 +62,7 @@ static int respond(dexa__cc_segment *s, const char *request_id, cJSON *response)
     cJSON_AddItemToObject(r, "response", response);
   else
     cJSON_AddStringToObject(r, "error", "not supported by this host");
-  return send_json(s, doc);
+  return dexa__cc_send(s, doc);
 }
 
 /* ---- tools/call: a read inside the segment ---- */

@@ -47,6 +47,20 @@ typedef struct dexa__cc_segment {
  * result_seen, stopped, timed_out) or an error with s->err set. */
 int dexa__cc_segment_pump(dexa__cc_segment *s, int64_t deadline_ms);
 
+/* Writes doc (taken: deleted here) to the CLI as one line. Returns
+ * DEXA_OK, DEXA_E_IO or DEXA_E_NOMEM. */
+int dexa__cc_send(dexa__cc_segment *s, cJSON *doc);
+
+/* Starts the CLI for the segment (its session file already in dir) and
+ * sends initialize and the user message. Returns DEXA_OK or an error with
+ * s->err set (cc_launch.c). */
+int dexa__cc_launch(dexa__cc_segment *s, const char *dir);
+
+/* A new private directory for the CLI's config in out; DEXA_OK or
+ * DEXA_E_IO. dexa__cc_remove_dir removes it with all it holds. */
+int dexa__cc_private_dir(char *out, size_t n);
+void dexa__cc_remove_dir(const char *dir);
+
 /* Monotonic milliseconds. */
 int64_t dexa__cc_now_ms(void);
 

@@ -232,6 +232,13 @@ static const char *const fixtures =
     "{\"match\":{\"userMessage\":\"cc-subagent\"},\"response\":{\"toolCalls\":[{\"id\":\"toolu_sb1\","
     "\"name\":\"Agent\",\"arguments\":\"{\\\"description\\\":\\\"mail it\\\",\\\"prompt\\\":"
     "\\\"sub-task-mail\\\",\\\"subagent_type\\\":\\\"general-purpose\\\"}\"}]}},\n"
+    /* queued and steered messages: the first answers are 4 s late */
+    "{\"match\":{\"userMessage\":\"cc-queue-2\"},\"response\":{\"content\":\"Second answer.\"}},\n"
+    "{\"match\":{\"userMessage\":\"cc-queue-1\"},\"response\":{\"content\":\"First answer.\"},"
+    "\"chaos\":{\"latencyMs\":4000}},\n"
+    "{\"match\":{\"userMessage\":\"cc-steer-2\"},\"response\":{\"content\":\"Answer to the steer.\"}},\n"
+    "{\"match\":{\"userMessage\":\"cc-steer-1\"},\"response\":{\"content\":\"Steered-away answer.\"},"
+    "\"chaos\":{\"latencyMs\":4000}},\n"
     /* anything else (the state-limit session, the CLI's side requests) */
     "{\"match\":{},\"response\":{\"content\":\"Noted.\"}}\n"
     "]}\n";
@@ -547,6 +554,62 @@ static void test_a_subagent_write_is_denied(void) {
   CHECK(wait_journal("main conversation", 1000));
 }
 
+/* 1 when one model request aimock received holds both texts. */
+static int one_request_holds(const char *a, const char *b) {
+  char *j = journal();
+  cJSON *doc = j ? cJSON_Parse(j) : NULL;
+  free(j);
+  int found = 0;
+  const cJSON *r;
+  cJSON_ArrayForEach(r, doc) {
+    char *body = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(r, "body"));
+    found |= body && strstr(body, a) && strstr(body, b);
+    free(body);
+  }
+  cJSON_Delete(doc);
+  return found;
+}
+
+static char *send_and_get_id(dexa_runtime *r, const char *sid, const char *text) {
+  char in[128], *out = NULL;
+  size_t n;
+  snprintf(in, sizeof in, "{\"text\":\"%s\"}", text);
+  if (dexa_runtime_call(r, sid, "send_message", in, strlen(in), &out, &n) != DEXA_OK) return NULL;
+  cJSON *doc = cJSON_Parse(out);
+  const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "message_id"));
+  char *copy = id ? strdup(id) : NULL;
+  cJSON_Delete(doc);
+  dexa_free(out);
+  return copy;
+}
+
+static void test_queued_and_steered_messages_resume_the_claude_session(void) {
+  if (skip_reason) SKIP(skip_reason);
+  CHECK(shared_runtime());
+  /* A message sent during a turn waits, then its turn resumes the same
+   * Claude session (its request holds the first turn). */
+  CHECK_EQ_INT(start_session(rt, "s-queue", "cc-queue-1"), DEXA_OK);
+  char *queued = send_and_get_id(rt, "s-queue", "cc-queue-2");
+  CHECK(queued != NULL);
+  free(queued);
+  CHECK(answered(rt, "s-queue", "Second answer.", 180000));
+  char *s = snapshot(rt, "s-queue");
+  CHECK_CONTAINS(s, "First answer.");
+  dexa_free(s);
+  CHECK(one_request_holds("cc-queue-1", "cc-queue-2"));
+  /* A steered message ends the running turn at its next boundary and
+   * starts the next one, on the same Claude session. */
+  CHECK_EQ_INT(start_session(rt, "s-steer", "cc-steer-1"), DEXA_OK);
+  char *id = send_and_get_id(rt, "s-steer", "cc-steer-2");
+  CHECK(id != NULL);
+  char in[128];
+  snprintf(in, sizeof in, "{\"message_id\":\"%s\"}", id);
+  free(id);
+  CHECK_EQ_INT(call(rt, "s-steer", "steer", in), DEXA_OK);
+  CHECK(answered(rt, "s-steer", "Answer to the steer.", 180000));
+  CHECK(one_request_holds("cc-steer-1", "cc-steer-2"));
+}
+
 static void test_the_state_limit_ends_the_session(void) {
   if (skip_reason) SKIP(skip_reason);
   dexa_agent *a = make_agent(16 * 1024);
@@ -710,6 +773,7 @@ int main(void) {
   RUN(test_a_failed_segment_reruns_whole_but_not_the_write);
   RUN(test_stop_during_a_segment_ends_the_cli);
   RUN(test_a_subagent_write_is_denied);
+  RUN(test_queued_and_steered_messages_resume_the_claude_session);
   RUN(test_the_state_limit_ends_the_session);
   dexa_runtime_free(rt);
   dexa_agent_free(agent);

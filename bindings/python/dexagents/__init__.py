@@ -162,6 +162,18 @@ class Model:
         _check(rc, _s(err))
         return cls(out[0])
 
+    @classmethod
+    def claude_code(cls, name="claude-code", options=None):
+        """The Claude Code harness (dexa_harness_claude_code_new): turns run
+        in the Claude Code CLI as durable segments; options: cli_path, model,
+        allowed_tools, cwd, env, timeout_ms (the key from the environment)."""
+        out = ffi.new("dexa_model **")
+        opts = _enc(json.dumps(options) if isinstance(options, dict) else (options or "{}"))
+        err = ffi.new("char[512]")
+        rc = lib.dexa_harness_claude_code_new(out, _enc(name), opts, len(opts), err, 512)
+        _check(rc, _s(err))
+        return cls(out[0])
+
     @property
     def name(self):
         return _s(lib.dexa_model_name(self._h))
