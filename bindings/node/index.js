@@ -57,6 +57,12 @@ class Model {
     const opts = typeof options === 'string' ? options : JSON.stringify(options || {});
     return new Model(rethrow(() => native.modelNew(name, opts)));
   }
+  /** The Claude Code harness (dexa_harness_claude_code_new): turns run in
+   * the Claude Code CLI as durable segments. */
+  static claudeCode(name = 'claude-code', options = {}) {
+    const opts = typeof options === 'string' ? options : JSON.stringify(options || {});
+    return new Model(rethrow(() => native.claudeCodeNew(name, opts)));
+  }
   get name() { return native.modelName(this.handle); }
 }
 

@@ -162,6 +162,27 @@ static napi_value js_model_new(napi_env env, napi_callback_info info) {
   return wrap_model(env, m);
 }
 
+/* claudeCodeNew(name, optionsJson): dexa_harness_claude_code_new. */
+static napi_value js_claude_code_new(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK_NAPI(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  char *name = argc > 0 ? get_str(env, argv[0], NULL) : NULL;
+  size_t olen = 0;
+  char *opts = argc > 1 ? get_str(env, argv[1], &olen) : NULL;
+  if (!name) {
+    free(opts);
+    return throw_dexa(env, DEXA_E_INVALID_ARG, "harness name must be a string");
+  }
+  dexa_model *m = NULL;
+  char err[512] = "";
+  int rc = dexa_harness_claude_code_new(&m, name, opts, olen, err, sizeof err);
+  free(name);
+  free(opts);
+  if (rc != DEXA_OK) return throw_dexa(env, rc, err);
+  return wrap_model(env, m);
+}
+
 static napi_value js_model_name(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -845,6 +866,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"errorInfo", NULL, js_error_info, NULL, NULL, NULL, napi_enumerable, NULL},
       {"modelNew", NULL, js_model_new, NULL, NULL, NULL, napi_enumerable, NULL},
       {"modelName", NULL, js_model_name, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"claudeCodeNew", NULL, js_claude_code_new, NULL, NULL, NULL, napi_enumerable, NULL},
       {"agentNew", NULL, js_agent_new, NULL, NULL, NULL, napi_enumerable, NULL},
       {"agentDescribe", NULL, js_agent_describe, NULL, NULL, NULL, napi_enumerable, NULL},
       {"runtimeNew", NULL, js_runtime_new, NULL, NULL, NULL, napi_enumerable, NULL},
