@@ -117,17 +117,21 @@ typedef struct strv {
   int oom;
 } strv;
 
+/* Appends a copy of s, or s itself when own (freed here on failure). */
 static void push(strv *a, const char *s, int own) {
-  if (a->oom) return;
-  if (a->n + 2 > a->cap) {
+  if (!a->oom && a->n + 2 > a->cap) {
     size_t cap = a->cap ? a->cap * 2 : 32;
     char **p = realloc(a->v, cap * sizeof *p);
-    if (!p) {
+    if (p) {
+      a->v = p;
+      a->cap = cap;
+    } else {
       a->oom = 1;
-      return;
     }
-    a->v = p;
-    a->cap = cap;
+  }
+  if (a->oom) {
+    if (own) free((char *)s);
+    return;
   }
   a->v[a->n] = own ? (char *)s : strdup(s);
   if (!a->v[a->n]) a->oom = 1;
