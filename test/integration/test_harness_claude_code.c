@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -254,6 +255,7 @@ static int spawn_aimock(const char *fx) {
     dup2(fds[1], 2);
     close(fds[0]);
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* not left behind by a killed test */
     /* Node 22 from the build folder, as the CLI's install used. */
     execl("build/npm-claude/node_modules/.bin/node", "node", cli, "-h", "127.0.0.1", "-p", "0",
           "-f", fx, "--validate-on-load", (char *)NULL);
