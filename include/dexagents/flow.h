@@ -43,10 +43,14 @@
  * Flow description (dexa_flow_describe):
  *   {"flow_type":"AgentSession","start_step":"StartAgentSession",
  *    "steps":[{"name":"RunModel","options":{..every option..}}],
- *    "rpcs":[{"name":"send_message","read_only":false}],
+ *    "rpcs":[{"name":"send_message","read_only":false,"interrupts":false}],
  *    "attributes":[..],"channels":[..],"streams":["AgentEvents"]}
  *   The start Step's input is {"settings":{..}} (settings as given to
- *   start_session, or {}).
+ *   start_session, or {}). An RPC with "interrupts" true (cancel_turn)
+ *   asks, once it has committed, the session's Step methods running at that
+ *   moment to end early: the host then makes their dexa_call.cancelled
+ *   return non-zero. What the flow records does not change: a started
+ *   call's result is still recorded.
  *
  * Attribute keys are UTF-8 text; a map instance is "Name/instance". Values
  * are JSON text; a write with a NULL value deletes the key. */
@@ -86,6 +90,13 @@ typedef int (*dexa_attr_scan_fn)(void *user_data, const char *prefix, size_t pre
  * synchronously, zero or more times during dexa_dispatch. */
 typedef void (*dexa_event_sink_fn)(void *user_data, const char *event_json, size_t len);
 
+/* Says whether the running method should end early: non-zero once an
+ * interrupting RPC (cancel_turn: the user pressed Stop) committed for the
+ * session while this method ran, 0 otherwise. Polled by model clients and
+ * tool sources during a long call, possibly from another thread than the
+ * dispatching one, so it must be thread-safe and cheap (read a flag). */
+typedef int (*dexa_cancelled_fn)(void *user_data);
+
 /* One Step method or RPC invocation. Initialize with dexa_call_init, then
  * set the fields. All pointers are borrowed for the duration of
  * dexa_dispatch; strings are NUL-terminated unless a length is given. */
@@ -109,9 +120,14 @@ typedef struct dexa_call {
   dexa_attr_scan_fn attr_scan;  /* required */
   void *sink_user_data;
   dexa_event_sink_fn event_sink; /* optional */
+  /* 1.1: */
+  void *cancel_user_data;
+  dexa_cancelled_fn cancelled;  /* optional; NULL means never cancelled */
 } dexa_call;
 
-/* Zeroes call and sets struct_size. size must be at least the 1.0 size.
+/* Zeroes call and sets struct_size. size must be at least the 1.0 size
+ * (the structure up to event_sink); members a smaller size leaves out are
+ * treated as zero.
  * Returns DEXA_OK or DEXA_E_INVALID_ARG / DEXA_E_STRUCT_SIZE. */
 DEXA_EXTERN int dexa_call_init(dexa_call *call, size_t struct_size);
 

@@ -41,7 +41,8 @@ static void put_rpcs(dexa__buf *b) {
     if (i) dexa__buf_putc(b, ',');
     dexa__buf_puts(b, "{\"name\":");
     dexa__buf_json_cstr(b, r[i].name);
-    dexa__buf_printf(b, ",\"read_only\":%s}", r[i].read_only ? "true" : "false");
+    dexa__buf_printf(b, ",\"read_only\":%s,\"interrupts\":%s}", r[i].read_only ? "true" : "false",
+                     r[i].interrupts ? "true" : "false");
   }
   dexa__buf_putc(b, ']');
 }

@@ -3,14 +3,17 @@
 #include <string.h>
 
 #include "core/flow_table.h"
+#include "flow/call.h"
 
-#define CALL_V1_SIZE sizeof(dexa_call)
+#define CALL_V1_SIZE DEXA__CALL_V1_SIZE
 
 DEXA_EXTERN int dexa_call_init(dexa_call *call, size_t struct_size) {
   if (!call) return DEXA_E_INVALID_ARG;
-  if (struct_size < CALL_V1_SIZE) return DEXA_E_STRUCT_SIZE;
+  if (struct_size < CALL_V1_SIZE || struct_size > UINT32_MAX) return DEXA_E_STRUCT_SIZE;
   memset(call, 0, struct_size);
-  call->struct_size = (uint32_t)sizeof(dexa_call);
+  /* The caller's size: an older caller's structure ends before the members
+   * it does not know, which then read as zero. */
+  call->struct_size = (uint32_t)struct_size;
   call->attempt = 1;
   return DEXA_OK;
 }

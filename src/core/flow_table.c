@@ -20,15 +20,17 @@ static const dexa__step_def steps[] = {
 };
 
 static const dexa__rpc_def rpcs[] = {
-  {RPC_SEND_MESSAGE, dexa__rpc_send_message, 0},
-  {RPC_SNAPSHOT, dexa__rpc_snapshot, 1},
-  {RPC_LIST_MESSAGES, dexa__rpc_list_agent_messages, 1},
-  {RPC_DELETE_MESSAGE, dexa__rpc_delete_message, 0},
-  {RPC_STEER, dexa__rpc_steer, 0},
-  {RPC_CANCEL_TURN, dexa__rpc_cancel_turn, 0},
-  {RPC_RESOLVE_APPROVAL, dexa__rpc_resolve_approval, 0},
-  {RPC_ANSWER_QUESTION, dexa__rpc_answer_question, 0},
-  {RPC_EXECUTE_PLAN, dexa__rpc_execute_plan, 0},
+  {RPC_SEND_MESSAGE, dexa__rpc_send_message, 0, 0},
+  {RPC_SNAPSHOT, dexa__rpc_snapshot, 1, 0},
+  {RPC_LIST_MESSAGES, dexa__rpc_list_agent_messages, 1, 0},
+  {RPC_DELETE_MESSAGE, dexa__rpc_delete_message, 0, 0},
+  /* A steer waits for the next safe boundary: started calls run on. */
+  {RPC_STEER, dexa__rpc_steer, 0, 0},
+  /* Stop: a started call is still recorded, but may end early. */
+  {RPC_CANCEL_TURN, dexa__rpc_cancel_turn, 0, 1},
+  {RPC_RESOLVE_APPROVAL, dexa__rpc_resolve_approval, 0, 0},
+  {RPC_ANSWER_QUESTION, dexa__rpc_answer_question, 0, 0},
+  {RPC_EXECUTE_PLAN, dexa__rpc_execute_plan, 0, 0},
 };
 
 const dexa__step_def *dexa__flow_steps(size_t *count) {

@@ -27,6 +27,9 @@ typedef struct dexa__rpc_def {
   const char *name;
   dexa__handler handler;
   int read_only;
+  /* 1: once committed, the session's running calls should end early (the
+   * host raises their dexa_call.cancelled); the flow itself is unchanged. */
+  int interrupts;
 } dexa__rpc_def;
 
 const dexa__step_def *dexa__flow_steps(size_t *count);
