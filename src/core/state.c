@@ -97,7 +97,10 @@ int dexa__turn_set(dexa__ctx *c, int64_t turn, const char *status, const char *m
 int dexa__turn_is_running(dexa__ctx *c, int64_t turn, dexa__turn *out, int *rc) {
   dexa__turn t;
   *rc = dexa__turn_load(c, &t);
-  if (*rc == DEXA_E_NOT_FOUND) *rc = DEXA_OK;
+  if (*rc == DEXA_E_NOT_FOUND) { /* no turn record: t was never filled */
+    *rc = DEXA_OK;
+    return 0;
+  }
   if (*rc != DEXA_OK) return 0;
   if (out) *out = t;
   return t.turn == turn && strcmp(t.status, "running") == 0;

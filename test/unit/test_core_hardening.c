@@ -1,0 +1,125 @@
+/* Hardening of the core and dispatch (issue 14): missing state, struct
+ * sizes, single-attempt Steps dispatched again, strict RPC input, damaged
+ * state, key lengths and result accessors. Each test drives dexa_dispatch
+ * directly, over an empty state or the in-memory host's. */
+#include <dexagents/dexagents.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "support/memhost.h"
+#include "testing.h"
+
+/* ---- an agent with a read tool and a write tool ---- */
+
+static atomic_int write_calls;
+static atomic_int last_attempt;
+
+static int tool_fn(void *user, const dexa_tool_invocation *inv, dexa_tool_output *out) {
+  if (user) atomic_fetch_add(&write_calls, 1);
+  atomic_store(&last_attempt, dexa_tool_invocation_attempt(inv));
+  return dexa_tool_output_set_text(out, "done", 4, 0);
+}
+
+static dexa_agent *new_agent(void) {
+  dexa_model *m = NULL;
+  dexa_tool_source *tools = NULL;
+  dexa_model_demo_new(&m, "mock/dex");
+  dexa_function_tools_new(&tools, "fns");
+  dexa_function_tools_add(tools, "lookup", "Looks a thing up", NULL, DEXA_TOOL_READ,
+                          DEXA_APPROVAL_NONE, tool_fn, NULL);
+  dexa_function_tools_add(tools, "send_mail", "Sends mail", NULL, DEXA_TOOL_WRITE,
+                          DEXA_APPROVAL_NONE, tool_fn, &write_calls);
+  dexa_agent_def def;
+  dexa_agent_def_init(&def, sizeof def);
+  def.models = &m;
+  def.model_count = 1;
+  def.tool_sources = &tools;
+  def.tool_source_count = 1;
+  dexa_agent *a = NULL;
+  dexa_agent_new(&a, &def, NULL, 0);
+  dexa_model_free(m);
+  dexa_tool_source_free(tools);
+  return a;
+}
+
+/* ---- an empty state: every key is absent ---- */
+
+static int empty_get(void *u, const char *k, size_t kl, const char **v, size_t *vl) {
+  return DEXA_E_NOT_FOUND;
+}
+
+static int empty_scan(void *u, const char *p, size_t pl, dexa_attr_visit_fn visit, void *ctx) {
+  return DEXA_OK;
+}
+
+static int dispatch_empty(const dexa_agent *a, int kind, const char *name, const char *input,
+                          char **decision) {
+  dexa_call call;
+  dexa_call_init(&call, sizeof call);
+  call.kind = kind;
+  call.session_id = "s-empty";
+  call.name = name;
+  call.step_execution_id = kind == DEXA_CALL_RPC ? NULL : "X-1";
+  call.input = input;
+  call.input_len = input ? strlen(input) : 0;
+  call.now_ms = 1700000000000;
+  call.attr_get = empty_get;
+  call.attr_scan = empty_scan;
+  dexa_result *r = NULL;
+  int rc = dexa_dispatch(&r, a, &call);
+  const char *d;
+  size_t n;
+  *decision = NULL;
+  if (dexa_result_decision(r, &d, &n) == DEXA_OK && d) *decision = strndup(d, n);
+  dexa_result_free(r);
+  return rc;
+}
+
+/* Fills the stack below the caller with images of a running turn 1, each
+ * 8-byte shift in turn, so that a read of an uninitialised dexa__turn there
+ * sees one. */
+struct turn_image {
+  int64_t turn;
+  char status[16];
+  char mode[16];
+};
+
+__attribute__((noinline)) static void prime_stack(int shift) {
+  volatile unsigned char area[32768];
+  struct turn_image img = {1, "running", "chat"};
+  const unsigned char *p = (const unsigned char *)&img;
+  for (size_t i = 0; i < sizeof area; i++)
+    area[i] = p[(i + (size_t)shift * 8) % sizeof img];
+  __asm__ volatile("" : : "r"(area) : "memory");
+}
+
+/* Item 1: a turn Step with AgentTurn absent ends its branch: it never reads
+ * an uninitialised turn record. */
+static void test_turn_steps_without_agent_turn_end_their_branch(void) {
+  dexa_agent *a = new_agent();
+  CHECK(a);
+  static const char *steps[] = {"RunModel", "ResumeTurn", "ApplyTurnControl", "CompactContext",
+                                "RecordTurnFailure"};
+  for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+    for (int shift = 0; shift < 5; shift++) {
+      prime_stack(shift);
+      char *d = NULL;
+      int rc = dispatch_empty(a, DEXA_CALL_EXECUTE, steps[i], "{\"turn\":1,\"round\":1,\"calls\":1}", &d);
+      if (rc != DEXA_OK || !d || strcmp(d, "{\"next\":[]}") != 0)
+        fprintf(stderr, "    %s (shift %d): %s %s\n", steps[i], shift, dexa_error_name(rc),
+                d ? d : "(no decision)");
+      int ok = rc == DEXA_OK && d && strcmp(d, "{\"next\":[]}") == 0;
+      free(d);
+      if (!ok) dexa_agent_free(a);
+      CHECK(ok);
+    }
+  }
+  dexa_agent_free(a);
+}
+
+int main(void) {
+  RUN(test_turn_steps_without_agent_turn_end_their_branch);
+  TEST_MAIN_END();
+}
