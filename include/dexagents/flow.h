@@ -45,6 +45,9 @@
  *    "steps":[{"name":"RunModel","options":{..every option..}}],
  *    "rpcs":[{"name":"send_message","read_only":false,"interrupts":false}],
  *    "attributes":[..],"channels":[..],"streams":["AgentEvents"]}
+ *   "attributes" and "channels" name everything a Step or RPC writes or
+ *   publishes; a name ending in '/' is a map ("PendingToolCalls/" holds
+ *   "PendingToolCalls/<call id>").
  *   The start Step's input is {"settings":{..}} (settings as given to
  *   start_session, or {}). An RPC with "interrupts" true (cancel_turn)
  *   asks, once it has committed, the session's Step methods running at that

@@ -57,7 +57,35 @@ struct memhost {
   cJSON *events;
   cJSON *live;
   char *events_text;
+  memhost_dispatch_fn dispatch_fn;
+  void *dispatch_user;
+  char **names; /* "w <key>" / "p <channel>" */
+  int nnames;
 };
+
+static void note_name(memhost *h, char kind, const char *name, size_t n) {
+  for (int i = 0; i < h->nnames; i++)
+    if (h->names[i][0] == kind && strlen(h->names[i] + 2) == n && memcmp(h->names[i] + 2, name, n) == 0)
+      return;
+  h->names = realloc(h->names, (size_t)(h->nnames + 1) * sizeof *h->names);
+  char *e = malloc(n + 3);
+  e[0] = kind;
+  e[1] = ' ';
+  memcpy(e + 2, name, n);
+  e[n + 2] = '\0';
+  h->names[h->nnames++] = e;
+}
+
+void memhost_set_dispatch(memhost *h, memhost_dispatch_fn fn, void *user) {
+  h->dispatch_fn = fn;
+  h->dispatch_user = user;
+}
+
+int memhost_name_count(const memhost *h) { return h->nnames; }
+
+const char *memhost_name_at(const memhost *h, int i) {
+  return i >= 0 && i < h->nnames ? h->names[i] : NULL;
+}
 
 static int counter_bump(counter **cs, int *n, const char *name) {
   for (int i = 0; i < *n; i++)
@@ -107,6 +135,8 @@ void memhost_free(memhost *h) {
   for (int i = 0; i < h->nsteps; i++) step_free(&h->steps[i]);
   for (int i = 0; i < h->ncounters; i++) free(h->counters[i].name);
   for (int i = 0; i < h->ndispatched; i++) free(h->dispatched[i].name);
+  for (int i = 0; i < h->nnames; i++) free(h->names[i]);
+  free(h->names);
   free(h->counters);
   free(h->dispatched);
   free(h->attrs);
@@ -266,12 +296,14 @@ static void apply_effects(memhost *h, const dexa_result *r) {
     const char *k, *v;
     size_t kl, vl;
     dexa_result_write_at(r, i, &k, &kl, &v, &vl);
+    note_name(h, 'w', k, kl);
     attr_put(h, k, kl, v, vl);
   }
   for (size_t i = 0; i < dexa_result_publish_count(r); i++) {
     const char *k, *v;
     size_t kl, vl;
     dexa_result_publish_at(r, i, &k, &kl, &v, &vl);
+    note_name(h, 'p', k, kl);
     char *name = strndup(k, kl);
     chan_push(h, name, v, vl);
     free(name);
@@ -312,7 +344,18 @@ static int dispatch(memhost *h, int kind, const char *name, const char *exec_id,
   call.sink_user_data = h;
   call.event_sink = sink;
   if (kind != DEXA_CALL_RPC) counter_bump(&h->dispatched, &h->ndispatched, name);
+  if (h->dispatch_fn) return h->dispatch_fn(h->dispatch_user, out, h->agent, &call);
   return dexa_dispatch(out, h->agent, &call);
+}
+
+int memhost_dispatch(memhost *h, int kind, const char *name, const char *exec_id, int attempt,
+                     const char *input, const char *conditions, const char *recovery_error,
+                     dexa_result **out) {
+  return dispatch(h, kind, name, exec_id, attempt, input, conditions, recovery_error, out);
+}
+
+void memhost_put(memhost *h, const char *key, const char *value) {
+  attr_put(h, key, strlen(key), value, value ? strlen(value) : 0);
 }
 
 int memhost_start(memhost *h, const char *settings_json) {
