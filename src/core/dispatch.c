@@ -4,12 +4,13 @@
 
 #include "core/flow_table.h"
 #include "flow/call.h"
+#include "util/struct_size.h"
 
 #define CALL_V1_SIZE DEXA__CALL_V1_SIZE
 
 DEXA_EXTERN int dexa_call_init(dexa_call *call, size_t struct_size) {
   if (!call) return DEXA_E_INVALID_ARG;
-  if (struct_size < CALL_V1_SIZE || struct_size > UINT32_MAX) return DEXA_E_STRUCT_SIZE;
+  if (struct_size < CALL_V1_SIZE || struct_size > DEXA__STRUCT_SIZE_MAX) return DEXA_E_STRUCT_SIZE;
   memset(call, 0, struct_size);
   /* The caller's size: an older caller's structure ends before the members
    * it does not know, which then read as zero. */
@@ -24,6 +25,11 @@ static const char *call_problem(const dexa_call *call, int *code) {
   if (call->struct_size < CALL_V1_SIZE) {
     *code = DEXA_E_STRUCT_SIZE;
     return "call->struct_size is smaller than dexa_call 1.0 (use dexa_call_init)";
+  }
+  if (!dexa__struct_tail_ok(call, call->struct_size, sizeof *call)) {
+    *code = DEXA_E_STRUCT_SIZE;
+    return "call->struct_size is larger than this library's dexa_call and the members it "
+           "does not know are set (a newer header than the library)";
   }
   if (call->kind < DEXA_CALL_WAIT_FOR || call->kind > DEXA_CALL_RPC) return "unknown call kind";
   if (!call->session_id || !*call->session_id) return "session_id is empty";

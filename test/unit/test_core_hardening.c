@@ -119,7 +119,69 @@ static void test_turn_steps_without_agent_turn_end_their_branch(void) {
   dexa_agent_free(a);
 }
 
+/* Item 3: a structure from a newer header whose unknown members are set is
+ * refused; zero unknown members are fine. */
+typedef struct newer_call {
+  dexa_call call;
+  int64_t future;
+} newer_call;
+
+typedef struct newer_def {
+  dexa_agent_def def;
+  int64_t future;
+} newer_def;
+
+static void test_larger_struct_size_with_set_tail_is_refused(void) {
+  dexa_agent *a = new_agent();
+  CHECK(a);
+  newer_call n;
+  CHECK_EQ_INT(dexa_call_init(&n.call, sizeof n), DEXA_OK);
+  CHECK_EQ_INT(n.call.struct_size, sizeof n);
+  CHECK_EQ_INT(n.future, 0);
+  n.call.kind = DEXA_CALL_RPC;
+  n.call.session_id = "s-none";
+  n.call.name = "snapshot";
+  n.call.input = "{}";
+  n.call.input_len = 2;
+  n.call.attr_get = empty_get;
+  n.call.attr_scan = empty_scan;
+  dexa_result *r = NULL;
+  int zero_tail = dexa_dispatch(&r, a, &n.call);
+  dexa_result_free(r);
+  n.future = 7;
+  int set_tail = dexa_dispatch(&r, a, &n.call);
+  dexa_result_free(r);
+  n.call.struct_size = 1u << 20; /* garbage: refused without reading it */
+  int garbage = dexa_dispatch(&r, a, &n.call);
+  dexa_result_free(r);
+  dexa_agent_free(a);
+  CHECK_EQ_INT(zero_tail, DEXA_E_NOT_FOUND); /* no such session: it got that far */
+  CHECK_EQ_INT(set_tail, DEXA_E_STRUCT_SIZE);
+  CHECK_EQ_INT(garbage, DEXA_E_STRUCT_SIZE);
+  CHECK_EQ_INT(dexa_call_init(&n.call, 1u << 20), DEXA_E_STRUCT_SIZE);
+
+  dexa_model *m = NULL;
+  CHECK_EQ_INT(dexa_model_demo_new(&m, "mock/dex"), DEXA_OK);
+  newer_def d;
+  CHECK_EQ_INT(dexa_agent_def_init(&d.def, sizeof d), DEXA_OK);
+  CHECK_EQ_INT(d.def.struct_size, sizeof d);
+  d.def.models = &m;
+  d.def.model_count = 1;
+  dexa_agent *b = NULL;
+  int ok = dexa_agent_new(&b, &d.def, NULL, 0);
+  dexa_agent_free(b);
+  d.future = 1;
+  char err[200] = "";
+  int refused = dexa_agent_new(&b, &d.def, err, sizeof err);
+  dexa_model_free(m);
+  CHECK_EQ_INT(ok, DEXA_OK);
+  CHECK_EQ_INT(refused, DEXA_E_STRUCT_SIZE);
+  CHECK(b == NULL);
+  CHECK_CONTAINS(err, "larger");
+}
+
 int main(void) {
   RUN(test_turn_steps_without_agent_turn_end_their_branch);
+  RUN(test_larger_struct_size_with_set_tail_is_refused);
   TEST_MAIN_END();
 }
