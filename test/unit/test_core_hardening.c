@@ -180,8 +180,47 @@ static void test_larger_struct_size_with_set_tail_is_refused(void) {
   CHECK_CONTAINS(err, "larger");
 }
 
+/* Item 4: a second attempt of CallSingleAttemptTool never runs the write;
+ * it records an unknown outcome. The first attempt runs it once. */
+static void test_single_attempt_tool_dispatched_again_records_unknown_outcome(void) {
+  dexa_agent *a = new_agent();
+  CHECK(a);
+  memhost *h = memhost_new(a, "s-once");
+  CHECK_EQ_INT(memhost_start(h, NULL), DEXA_OK);
+  memhost_run(h);
+  CHECK_EQ_INT(memhost_rpc(h, "send_message", "{\"text\":\"/tool send_mail {}\"}", NULL), DEXA_OK);
+  memhost_run_steps(h, 2); /* AwaitUserMessage, RunModel */
+  CHECK_EQ_INT(memhost_pending(h, "CallSingleAttemptTool"), 1);
+  const char *input =
+      "{\"turn\":1,\"round\":1,\"seq\":3,\"call_id\":\"demo-t1r1c1\",\"name\":\"send_mail\","
+      "\"source\":\"fns\",\"effect\":\"write\",\"arguments\":{}}";
+  atomic_store(&write_calls, 0);
+  atomic_store(&last_attempt, 0);
+  dexa_result *r = NULL;
+  int rc2 = memhost_dispatch(h, DEXA_CALL_EXECUTE, "CallSingleAttemptTool",
+                             "CallSingleAttemptTool-1", 2, input, NULL, NULL, &r);
+  char *json = NULL;
+  dexa_result_json(&json, NULL, r);
+  dexa_result_free(r);
+  int calls_after_2 = atomic_load(&write_calls);
+  int rc1 = memhost_dispatch(h, DEXA_CALL_EXECUTE, "CallSingleAttemptTool",
+                             "CallSingleAttemptTool-1", 1, input, NULL, NULL, &r);
+  dexa_result_free(r);
+  memhost_free(h);
+  dexa_agent_free(a);
+  CHECK_EQ_INT(rc2, DEXA_OK);
+  CHECK_EQ_INT(calls_after_2, 0);
+  CHECK_CONTAINS(json, "unknown_outcome");
+  CHECK_CONTAINS(json, "attempt 2 was dispatched");
+  dexa_free(json);
+  CHECK_EQ_INT(rc1, DEXA_OK);
+  CHECK_EQ_INT(atomic_load(&write_calls), 1);
+  CHECK_EQ_INT(atomic_load(&last_attempt), 1);
+}
+
 int main(void) {
   RUN(test_turn_steps_without_agent_turn_end_their_branch);
   RUN(test_larger_struct_size_with_set_tail_is_refused);
+  RUN(test_single_attempt_tool_dispatched_again_records_unknown_outcome);
   TEST_MAIN_END();
 }
