@@ -71,7 +71,7 @@ static dexa__handler route(dexa__ctx *c) {
   if (call->kind == DEXA_CALL_RPC) {
     const dexa__rpc_def *r = dexa__flow_find_rpc(call->name);
     if (!r) dexa__result_failf(c->result, DEXA_E_UNKNOWN_RPC, "unknown RPC \"%.100s\"", call->name);
-    return r ? r->handler : NULL;
+    return r && dexa__rpc_input_check(c, r->name, r->fields) == DEXA_OK ? r->handler : NULL;
   }
   const dexa__step_def *s = dexa__flow_find_step(call->name);
   if (!s) {
@@ -84,7 +84,7 @@ static dexa__handler route(dexa__ctx *c) {
     dexa__result_failf(c->result, DEXA_E_INVALID_ARG, "Step %s has no WaitFor", s->name);
     return NULL;
   }
-  return s->handler;
+  return dexa__recovery_error_check(c) == DEXA_OK ? s->handler : NULL;
 }
 
 DEXA_EXTERN int dexa_dispatch(dexa_result **out, const dexa_agent *agent, const dexa_call *call) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "util/json_num.h"
 #include "util/json_span.h"
 
 #define DEFAULT_PAGE 50
@@ -86,12 +87,13 @@ int dexa__rpc_list_agent_messages(dexa__ctx *c) {
   if (rc != DEXA_OK) return rc;
   const cJSON *before = cJSON_GetObjectItemCaseSensitive(c->input, "before_seq");
   const cJSON *limit = cJSON_GetObjectItemCaseSensitive(c->input, "limit");
-  if ((before && !cJSON_IsNumber(before)) || (limit && !cJSON_IsNumber(limit)) ||
-      (limit && (limit->valuedouble < 1 || limit->valuedouble > MAX_PAGE)))
+  int64_t before_seq = INT64_MAX, n = DEFAULT_PAGE;
+  if ((before && !dexa__json_exact_int(before, &before_seq)) ||
+      (limit && (!dexa__json_exact_int(limit, &n) || n < 1 || n > MAX_PAGE)))
     return dexa__result_fail(c->result, DEXA_E_INVALID_JSON,
-                             "list_agent_messages takes {\"before_seq\":N,\"limit\":1..200}");
-  size_t cap = (limit ? (size_t)limit->valuedouble : DEFAULT_PAGE) + 1;
-  page p = {before ? dexa__json_int(before, INT64_MAX) : INT64_MAX, cap, calloc(cap, sizeof(char *)),
+                             "list_agent_messages takes {\"before_seq\":N,\"limit\":1..200} (integers)");
+  size_t cap = (size_t)n + 1;
+  page p = {before_seq, cap, calloc(cap, sizeof(char *)),
             calloc(cap, sizeof(size_t)), 0, DEXA_OK};
   if (!p.items || !p.lens) rc = DEXA_E_NOMEM;
   if (rc == DEXA_OK) rc = dexa__attr_scan(c, ATTR_MESSAGE_CHUNKS, visit_chunk, &p);

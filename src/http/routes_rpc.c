@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dexagents/errors.h"
+#include "util/json_input.h"
 #include "util/json_num.h"
 #include "http/http_internal.h"
 
@@ -73,7 +74,12 @@ static int type_ok(const cJSON *v, field_type t) {
  * the object, or NULL with reply set to 400. */
 static cJSON *parse_body(const dexa__buf *body, const field *fields, size_t n,
                          dexa__http_reply *reply) {
-  cJSON *doc = body ? cJSON_ParseWithLength(body->data, body->len) : cJSON_CreateObject();
+  /* Strict first: cJSON would accept trailing bytes, raw control
+   * characters and bad UTF-8, and drop what follows an escaped U+0000. */
+  int strict = body ? dexa__json_input_check(body->data, body->len) : DEXA_OK;
+  cJSON *doc = strict != DEXA_OK ? NULL
+               : body            ? cJSON_ParseWithLength(body->data, body->len)
+                                 : cJSON_CreateObject();
   if (!cJSON_IsObject(doc)) {
     cJSON_Delete(doc);
     dexa__http_error(reply, 400, DEXA_E_INVALID_JSON, "the request body must be a JSON object");

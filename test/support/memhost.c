@@ -321,9 +321,26 @@ static void sink(void *user, const char *json, size_t len) {
   cJSON_AddItemToArray(h->live, cJSON_ParseWithLength(json, len));
 }
 
+static int dispatch_n(memhost *h, int kind, const char *name, const char *exec_id, int attempt,
+                      const char *input, size_t input_len, const char *conditions,
+                      const char *recovery, dexa_result **out);
+
 static int dispatch(memhost *h, int kind, const char *name, const char *exec_id, int attempt,
                     const char *input, const char *conditions, const char *recovery,
                     dexa_result **out) {
+  return dispatch_n(h, kind, name, exec_id, attempt, input, input ? strlen(input) : 0,
+                    conditions, recovery, out);
+}
+
+int memhost_dispatch_len(memhost *h, int kind, const char *name, const char *input,
+                         size_t input_len, dexa_result **out) {
+  return dispatch_n(h, kind, name, kind == DEXA_CALL_RPC ? NULL : "X-1", 1, input, input_len,
+                    NULL, NULL, out);
+}
+
+static int dispatch_n(memhost *h, int kind, const char *name, const char *exec_id, int attempt,
+                      const char *input, size_t input_len, const char *conditions,
+                      const char *recovery, dexa_result **out) {
   dexa_call call;
   dexa_call_init(&call, sizeof call);
   call.kind = kind;
@@ -332,7 +349,7 @@ static int dispatch(memhost *h, int kind, const char *name, const char *exec_id,
   call.step_execution_id = exec_id;
   call.attempt = attempt;
   call.input = input;
-  call.input_len = input ? strlen(input) : 0;
+  call.input_len = input ? input_len : 0;
   call.conditions = conditions;
   call.conditions_len = conditions ? strlen(conditions) : 0;
   call.recovery_error = recovery;

@@ -32,6 +32,9 @@ void memhost_advance(memhost *h, int64_t ms);
 int memhost_dispatch(memhost *h, int kind, const char *name, const char *exec_id, int attempt,
                      const char *input, const char *conditions, const char *recovery_error,
                      dexa_result **out);
+/* An RPC with input of input_len bytes (which may hold NULs), not applied. */
+int memhost_dispatch_len(memhost *h, int kind, const char *name, const char *input,
+                         size_t input_len, dexa_result **out);
 /* Replaces dexa_dispatch for every call the host makes (NULL: back to
  * dexa_dispatch), so a test can watch or repeat calls. */
 typedef int (*memhost_dispatch_fn)(void *user, dexa_result **out, const dexa_agent *agent,

@@ -37,6 +37,7 @@ static dexa_agent *new_agent(void) {
   def.model_count = 1;
   def.tool_sources = &tools;
   def.tool_source_count = 1;
+  def.builtin_tools = DEXA_BUILTIN_ALL;
   dexa_agent *a = NULL;
   dexa_agent_new(&a, &def, NULL, 0);
   dexa_model_free(m);
@@ -218,9 +219,144 @@ static void test_single_attempt_tool_dispatched_again_records_unknown_outcome(vo
   CHECK_EQ_INT(atomic_load(&last_attempt), 1);
 }
 
+/* ---- Item 5: strict RPC input ---- */
+
+static char *snapshot_of(memhost *h) {
+  char *s = NULL;
+  memhost_rpc(h, "snapshot", "{}", &s);
+  return s;
+}
+
+/* Dispatches an RPC with raw input bytes (len may cover NULs). */
+static int raw_rpc(memhost *h, const char *name, const char *input, size_t len, size_t *writes) {
+  dexa_result *r = NULL;
+  char *copy = input ? malloc(len + 1) : NULL;
+  if (copy) {
+    memcpy(copy, input, len);
+    copy[len] = '\0';
+  }
+  /* memhost_dispatch takes NUL-terminated text: go through a call here. */
+  int rc = memhost_dispatch_len(h, DEXA_CALL_RPC, name, copy, len, &r);
+  *writes = dexa_result_write_count(r) + dexa_result_publish_count(r) + dexa_result_event_count(r);
+  dexa_result_free(r);
+  free(copy);
+  return rc;
+}
+
+static void test_rpc_input_is_checked_strictly_and_changes_nothing(void) {
+  dexa_agent *a = new_agent();
+  CHECK(a);
+  memhost *h = memhost_new(a, "s-strict");
+  CHECK_EQ_INT(memhost_start(h, NULL), DEXA_OK);
+  memhost_run(h);
+  CHECK_EQ_INT(memhost_rpc(h, "send_message", "{\"text\":\"/ask name?\"}", NULL), DEXA_OK);
+  memhost_run(h);
+  CHECK_EQ_INT(memhost_rpc(h, "send_message", "{\"text\":\"queued\"}", NULL), DEXA_OK);
+  char *before = snapshot_of(h);
+  static const struct {
+    const char *rpc, *input;
+    size_t len; /* 0: strlen */
+    int code;
+  } cases[] = {
+      {"send_message", "{\"text\":\"a\",\"bogus\":1}", 0, DEXA_E_INVALID_JSON},
+      {"send_message", "{\"text\":\"a\",\"text\":\"b\"}", 0, DEXA_E_INVALID_JSON},
+      {"send_message", "{\"text\":\"a\0b\"}", 15, DEXA_E_INVALID_JSON},
+      {"send_message", "{\"text\":\"a\\u0000b\"}", 0, DEXA_E_INVALID_ARG},
+      {"send_message", "{\"text\":\"a\xff\"}", 0, DEXA_E_INVALID_JSON},
+      {"send_message", "{\"text\":\"a\xc0\xaf\"}", 0, DEXA_E_INVALID_JSON},
+      {"send_message", "{\"text\":\"\xed\xa0\x80\"}", 0, DEXA_E_INVALID_JSON},
+      {"send_message", "{\"text\":\"a\"}\0", 13, DEXA_E_INVALID_JSON},
+      {"send_message", "{\"text\":\"a\"} x", 0, DEXA_E_INVALID_JSON},
+      {"send_message", "{\"text\":\"a\x01\"}", 0, DEXA_E_INVALID_JSON},
+      {"snapshot", NULL, 0, DEXA_E_INVALID_JSON},
+      {"snapshot", "[]", 0, DEXA_E_INVALID_JSON},
+      {"snapshot", "\"x\"", 0, DEXA_E_INVALID_JSON},
+      {"snapshot", "{\"x\":1}", 0, DEXA_E_INVALID_JSON},
+      {"cancel_turn", "null", 0, DEXA_E_INVALID_JSON},
+      {"list_agent_messages", "{\"limit\":1.5}", 0, DEXA_E_INVALID_JSON},
+      {"list_agent_messages", "{\"before_seq\":2.5}", 0, DEXA_E_INVALID_JSON},
+      {"list_agent_messages", "{\"limit\":1e300}", 0, DEXA_E_INVALID_JSON},
+      {"delete_message", "{\"message_id\":\"m2\",\"x\":null}", 0, DEXA_E_INVALID_JSON},
+      {"steer", "{\"message_id\":\"m2\",\"force\":true}", 0, DEXA_E_INVALID_JSON},
+      {"answer_question", "{\"call_id\":\"demo-t1r1c1\",\"answer\":\"x\",\"y\":1}", 0,
+       DEXA_E_INVALID_JSON},
+      {"answer_question", "{\"call_id\":\"demo-t1r1c1\",\"answer\":7}", 0, DEXA_E_INVALID_JSON},
+      {"resolve_approval", "{\"call_id\":\"c\",\"decision\":\"approve\",\"note\":3}", 0,
+       DEXA_E_INVALID_JSON},
+      {"execute_plan", "{\"revision\":1,\"now\":1}", 0, DEXA_E_INVALID_JSON},
+      {"execute_plan", "{\"revision\":\"1\"}", 0, DEXA_E_INVALID_JSON},
+  };
+  int bad = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    size_t len = cases[i].input ? (cases[i].len ? cases[i].len : strlen(cases[i].input)) : 0;
+    size_t writes = 0;
+    int rc = raw_rpc(h, cases[i].rpc, cases[i].input, len, &writes);
+    if (rc != cases[i].code || writes) {
+      fprintf(stderr, "    case %zu %s: %s (%zu writes), expected %s\n", i, cases[i].rpc,
+              dexa_error_name(rc), writes, dexa_error_name(cases[i].code));
+      bad++;
+    }
+  }
+  char *after = snapshot_of(h);
+  int same = before && after && strcmp(before, after) == 0;
+  free(before);
+  free(after);
+  /* Well-formed inputs still work. */
+  int ok1 = memhost_rpc(h, "list_agent_messages", "{\"limit\":2,\"before_seq\":3}", NULL);
+  int ok2 = memhost_rpc(h, "answer_question", "{\"call_id\":\"demo-t1r1c1\",\"answer\":\"Ada\"}", NULL);
+  memhost_free(h);
+  dexa_agent_free(a);
+  CHECK_EQ_INT(bad, 0);
+  CHECK(same);
+  CHECK_EQ_INT(ok1, DEXA_OK);
+  CHECK_EQ_INT(ok2, DEXA_OK);
+}
+
+/* A recovery Step's recovery_error must be {"code":int,"message":string}. */
+static void test_wrongly_typed_recovery_error_is_refused(void) {
+  dexa_agent *a = new_agent();
+  CHECK(a);
+  memhost *h = memhost_new(a, "s-recovery");
+  CHECK_EQ_INT(memhost_start(h, NULL), DEXA_OK);
+  memhost_run(h);
+  CHECK_EQ_INT(memhost_rpc(h, "send_message", "{\"text\":\"/tool send_mail {}\"}", NULL), DEXA_OK);
+  memhost_run_steps(h, 2);
+  const char *tool_input =
+      "{\"turn\":1,\"round\":1,\"seq\":3,\"call_id\":\"demo-t1r1c1\",\"name\":\"send_mail\","
+      "\"source\":\"fns\",\"effect\":\"write\",\"arguments\":{}}";
+  static const char *bad[] = {"[1]", "{\"code\":\"x\",\"message\":\"m\"}",
+                              "{\"code\":-201,\"message\":5}", "{\"code\":-201.5,\"message\":\"m\"}",
+                              "not json", "{\"code\":-201,\"message\":\"m\"} x"};
+  int wrong = 0;
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    static const char *steps[] = {"RecordToolOutcome", "RecordTurnFailure"};
+    for (int k = 0; k < 2; k++) {
+      dexa_result *r = NULL;
+      int rc = memhost_dispatch(h, DEXA_CALL_EXECUTE, steps[k], "X-1", 1,
+                                k ? "{\"turn\":1}" : tool_input, NULL, bad[i], &r);
+      size_t w = dexa_result_write_count(r);
+      dexa_result_free(r);
+      if (rc != DEXA_E_INVALID_JSON || w) {
+        fprintf(stderr, "    %s with %s: %s\n", steps[k], bad[i], dexa_error_name(rc));
+        wrong++;
+      }
+    }
+  }
+  dexa_result *r = NULL;
+  int good = memhost_dispatch(h, DEXA_CALL_EXECUTE, "RecordToolOutcome", "X-1", 1, tool_input,
+                              NULL, "{\"code\":-201,\"message\":\"lost\"}", &r);
+  dexa_result_free(r);
+  memhost_free(h);
+  dexa_agent_free(a);
+  CHECK_EQ_INT(wrong, 0);
+  CHECK_EQ_INT(good, DEXA_OK);
+}
+
 int main(void) {
   RUN(test_turn_steps_without_agent_turn_end_their_branch);
   RUN(test_larger_struct_size_with_set_tail_is_refused);
   RUN(test_single_attempt_tool_dispatched_again_records_unknown_outcome);
+  RUN(test_rpc_input_is_checked_strictly_and_changes_nothing);
+  RUN(test_wrongly_typed_recovery_error_is_refused);
   TEST_MAIN_END();
 }
