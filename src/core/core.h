@@ -63,6 +63,9 @@ int dexa__transcript_load(dexa__ctx *c, dexa__transcript *t);
 int dexa__transcript_store(dexa__ctx *c, const dexa__transcript *t);
 /* Writes "AgentMessages/<20-digit seq>" into key (at least 40 bytes). */
 void dexa__message_key(char *key, size_t n, int64_t seq);
+/* The number after prefix in a key the host passed with its length (never
+ * read past key_len): 0 and *out, or -1 for a key of another shape. */
+int dexa__key_number(const char *key, size_t key_len, const char *prefix, int64_t *out);
 /* Stores message text (JSON) at seq and counts its bytes. */
 int dexa__message_put(dexa__ctx *c, dexa__transcript *t, int64_t seq, const char *json,
                       size_t len);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/decimal.h"
+
 int dexa__queue_state_load(dexa__ctx *c, dexa__queue_state *q) {
   cJSON *o;
   int rc = dexa__attr_get_json(c, ATTR_QUEUE_STATE, &o);
@@ -52,10 +54,9 @@ void dexa__queue_free(dexa__queue *q) {
 }
 
 int dexa__queue_key(const char *id, char *key) {
-  if (!id || id[0] != 'm' || !id[1] || strlen(id) > 20) return 0;
-  for (const char *p = id + 1; *p; p++)
-    if (*p < '0' || *p > '9') return 0;
-  snprintf(key, 64, ATTR_QUEUED_MESSAGES "%020lld", atoll(id + 1));
+  int64_t n;
+  if (!id || id[0] != 'm' || dexa__dec_i64(id + 1, strlen(id + 1), &n) != 0) return 0;
+  snprintf(key, 64, ATTR_QUEUED_MESSAGES "%020lld", (long long)n);
   return 1;
 }
 

@@ -223,6 +223,11 @@ const char *memhost_attr(const memhost *h, const char *key) {
   return attr_find(h, key, strlen(key), &pos) ? h->attrs[pos].value : NULL;
 }
 
+void memhost_each(const memhost *h, void (*visit)(void *ctx, const char *key, const char *value),
+                  void *ctx) {
+  for (int i = 0; i < h->nattrs; i++) visit(ctx, h->attrs[i].key, h->attrs[i].value);
+}
+
 int memhost_count(const memhost *h, const char *prefix) {
   int n = 0;
   for (int i = 0; i < h->nattrs; i++) n += strncmp(h->attrs[i].key, prefix, strlen(prefix)) == 0;

@@ -47,6 +47,10 @@ const char *memhost_name_at(const memhost *h, int i);
 /* Sets (value not NULL) or deletes an attribute, as a host's store would. */
 void memhost_put(memhost *h, const char *key, const char *value);
 
+/* Calls visit for every attribute, in key order. */
+void memhost_each(const memhost *h, void (*visit)(void *ctx, const char *key, const char *value),
+                  void *ctx);
+
 /* Attribute value (borrowed) or NULL. */
 const char *memhost_attr(const memhost *h, const char *key);
 /* Number of attributes whose key starts with prefix. */

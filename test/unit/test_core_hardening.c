@@ -278,6 +278,7 @@ static void test_rpc_input_is_checked_strictly_and_changes_nothing(void) {
       {"list_agent_messages", "{\"limit\":1e300}", 0, DEXA_E_INVALID_JSON},
       {"delete_message", "{\"message_id\":\"m2\",\"x\":null}", 0, DEXA_E_INVALID_JSON},
       {"steer", "{\"message_id\":\"m2\",\"force\":true}", 0, DEXA_E_INVALID_JSON},
+      {"steer", "{\"message_id\":\"m99999999999999999999\"}", 0, DEXA_E_INVALID_JSON},
       {"answer_question", "{\"call_id\":\"demo-t1r1c1\",\"answer\":\"x\",\"y\":1}", 0,
        DEXA_E_INVALID_JSON},
       {"answer_question", "{\"call_id\":\"demo-t1r1c1\",\"answer\":7}", 0, DEXA_E_INVALID_JSON},
@@ -352,11 +353,204 @@ static void test_wrongly_typed_recovery_error_is_refused(void) {
   CHECK_EQ_INT(good, DEXA_OK);
 }
 
+/* ---- Item 6: damaged stored values ---- */
+
+static int rpc_err(memhost *h, const char *name, const char *input, char **errmsg) {
+  dexa_result *r = NULL;
+  int rc = memhost_dispatch_len(h, DEXA_CALL_RPC, name, input, strlen(input), &r);
+  const char *resp;
+  size_t n;
+  dexa_result_response(r, &resp, &n);
+  /* A successful response must be JSON. */
+  if (rc == DEXA_OK && (!resp || !cJSON_ParseWithLength(resp, n))) rc = -99999;
+  *errmsg = strdup(dexa_result_errmsg(r));
+  dexa_result_free(r);
+  return rc;
+}
+
+static void test_snapshot_and_paging_refuse_damaged_values(void) {
+  dexa_agent *a = new_agent();
+  CHECK(a);
+  static const struct {
+    const char *key, *value, *rpc;
+  } cases[] = {
+      {"AgentTurn", "{\"turn\":", "snapshot"},
+      {"AgentPlan", "not json", "snapshot"},
+      {"AgentMessages/00000000000000000001", "{\"seq\":1,", "snapshot"},
+      {"AgentMessages/00000000000000000001", "{\"seq\":1} x", "list_agent_messages"},
+      {"QueuedUserMessages/00000000000000000009", "[", "snapshot"},
+      {"PendingToolCalls/c1", "{\"turn\"", "snapshot"},
+      {"AgentContextSummary", "{,}", "snapshot"},
+  };
+  int wrong = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    memhost *h = memhost_new(a, "s-damaged");
+    memhost_start(h, NULL);
+    memhost_run(h);
+    memhost_rpc(h, "send_message", "{\"text\":\"hello\"}", NULL);
+    memhost_run(h);
+    memhost_put(h, cases[i].key, cases[i].value);
+    char *msg = NULL;
+    int rc = rpc_err(h, cases[i].rpc, "{}", &msg);
+    if (rc != DEXA_E_CORRUPT || !strstr(msg, cases[i].key)) {
+      fprintf(stderr, "    %s = %s: %s from %s (%s)\n", cases[i].key, cases[i].value,
+              dexa_error_name(rc), cases[i].rpc, msg);
+      wrong++;
+    }
+    free(msg);
+    memhost_free(h);
+  }
+  dexa_agent_free(a);
+  CHECK_EQ_INT(wrong, 0);
+}
+
+/* ---- Item 7: keys are read with their length ---- */
+
+/* A host whose keys are not NUL-terminated: all keys live in one buffer,
+ * each followed by digits that are not part of it. */
+typedef struct packed {
+  char *keys; /* key i at keys + off[i], len[i] bytes, then "7777" */
+  size_t size, cap;
+  size_t off[4096], len[4096];
+  char *values[4096];
+  int n;
+} packed;
+
+static void packed_add(void *ctx, const char *key, const char *value) {
+  packed *p = ctx;
+  size_t kl = strlen(key);
+  if (p->n == 4096) return;
+  if (p->size + kl + 4 > p->cap) {
+    p->cap = (p->size + kl + 4) * 2;
+    p->keys = realloc(p->keys, p->cap);
+  }
+  memcpy(p->keys + p->size, key, kl);
+  memcpy(p->keys + p->size + kl, "7777", 4);
+  p->off[p->n] = p->size;
+  p->len[p->n] = kl;
+  p->values[p->n++] = strdup(value);
+  p->size += kl + 4;
+}
+
+static int packed_get(void *u, const char *k, size_t kl, const char **v, size_t *vl) {
+  packed *p = u;
+  for (int i = 0; i < p->n; i++)
+    if (p->len[i] == kl && memcmp(p->keys + p->off[i], k, kl) == 0) {
+      *v = p->values[i];
+      *vl = strlen(*v);
+      return DEXA_OK;
+    }
+  return DEXA_E_NOT_FOUND;
+}
+
+static int packed_scan(void *u, const char *prefix, size_t pl, dexa_attr_visit_fn visit, void *ctx) {
+  packed *p = u; /* memhost_each gave the keys in order */
+  for (int i = 0; i < p->n; i++) {
+    if (p->len[i] < pl || memcmp(p->keys + p->off[i], prefix, pl) != 0) continue;
+    int rc = visit(ctx, p->keys + p->off[i], p->len[i], p->values[i], strlen(p->values[i]));
+    if (rc < 0) return rc;
+    if (rc > 0) break;
+  }
+  return DEXA_OK;
+}
+
+static void packed_free(packed *p) {
+  for (int i = 0; i < p->n; i++) free(p->values[i]);
+  free(p->keys);
+}
+
+/* The result JSON of one call on the packed host (malloc'd). */
+static char *packed_call(const dexa_agent *a, packed *p, int kind, const char *name,
+                         const char *input) {
+  dexa_call call;
+  dexa_call_init(&call, sizeof call);
+  call.kind = kind;
+  call.session_id = "s-packed";
+  call.name = name;
+  call.step_execution_id = kind == DEXA_CALL_RPC ? NULL : "X-1";
+  call.input = input;
+  call.input_len = strlen(input);
+  call.now_ms = 1700000000000;
+  call.attr_user_data = p;
+  call.attr_get = packed_get;
+  call.attr_scan = packed_scan;
+  dexa_result *r = NULL;
+  dexa_dispatch(&r, a, &call);
+  char *json = NULL;
+  dexa_result_json(&json, NULL, r);
+  dexa_result_free(r);
+  return json;
+}
+
+static char *memhost_call(memhost *h, int kind, const char *name, const char *input) {
+  dexa_result *r = NULL;
+  memhost_dispatch(h, kind, name, "X-1", 1, input, NULL, NULL, &r);
+  char *json = NULL;
+  dexa_result_json(&json, NULL, r);
+  dexa_result_free(r);
+  return json;
+}
+
+static void test_keys_are_read_with_their_length(void) {
+  dexa_model *m = NULL;
+  dexa_model_demo_new(&m, "mock/dex");
+  dexa_agent_def def;
+  dexa_agent_def_init(&def, sizeof def);
+  def.models = &m;
+  def.model_count = 1;
+  def.context_window_tokens = 2500;
+  dexa_agent *a = NULL;
+  dexa_agent_new(&a, &def, NULL, 0);
+  dexa_model_free(m);
+  CHECK(a);
+  memhost *h = memhost_new(a, "s-packed");
+  memhost_start(h, NULL);
+  memhost_run(h);
+  char text[700];
+  for (int i = 0; i < 12; i++) {
+    snprintf(text, sizeof text, "{\"text\":\"turn %d %0500d\"}", i, i);
+    memhost_rpc(h, "send_message", text, NULL);
+    memhost_run(h);
+  }
+  memhost_rpc(h, "send_message", "{\"text\":\"queued while idle\"}", NULL);
+  packed p;
+  memset(&p, 0, sizeof p);
+  memhost_each(h, packed_add, &p);
+  static const struct {
+    int kind;
+    const char *name, *input;
+  } calls[] = {
+      {DEXA_CALL_RPC, "list_agent_messages", "{\"before_seq\":9,\"limit\":200}"},
+      {DEXA_CALL_RPC, "list_agent_messages", "{\"before_seq\":3,\"limit\":200}"},
+      {DEXA_CALL_RPC, "snapshot", "{}"},
+      {DEXA_CALL_RPC, "delete_message", "{\"message_id\":\"m13\"}"},
+      {DEXA_CALL_EXECUTE, "CompactContext", "{\"turn\":12,\"round\":1}"},
+  };
+  int differ = 0;
+  for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) {
+    char *want = memhost_call(h, calls[i].kind, calls[i].name, calls[i].input);
+    char *got = packed_call(a, &p, calls[i].kind, calls[i].name, calls[i].input);
+    if (!want || !got || strcmp(want, got) != 0 || strstr(want, "\"status\":0,") == NULL) {
+      fprintf(stderr, "    %s %s:\n      memhost %.300s\n      packed  %.300s\n", calls[i].name,
+              calls[i].input, want, got);
+      differ++;
+    }
+    dexa_free(want);
+    dexa_free(got);
+  }
+  packed_free(&p);
+  memhost_free(h);
+  dexa_agent_free(a);
+  CHECK_EQ_INT(differ, 0);
+}
+
 int main(void) {
   RUN(test_turn_steps_without_agent_turn_end_their_branch);
   RUN(test_larger_struct_size_with_set_tail_is_refused);
   RUN(test_single_attempt_tool_dispatched_again_records_unknown_outcome);
   RUN(test_rpc_input_is_checked_strictly_and_changes_nothing);
   RUN(test_wrongly_typed_recovery_error_is_refused);
+  RUN(test_snapshot_and_paging_refuse_damaged_values);
+  RUN(test_keys_are_read_with_their_length);
   TEST_MAIN_END();
 }
