@@ -544,6 +544,69 @@ static void test_keys_are_read_with_their_length(void) {
   CHECK_EQ_INT(differ, 0);
 }
 
+/* ---- Item 8: result accessors do what their pages say ---- */
+
+static void test_result_accessors_match_their_pages(void) {
+  CHECK_STR(dexa_result_errmsg(NULL), "");
+  CHECK_EQ_INT(dexa_result_status(NULL), DEXA_E_INVALID_ARG);
+  char *out = (char *)"garbage";
+  size_t len = 99;
+  CHECK_EQ_INT(dexa_result_json(&out, &len, NULL), DEXA_E_INVALID_ARG);
+  CHECK(out == NULL);
+  CHECK_EQ_INT(len, 0);
+  const char *doc = "garbage";
+  len = 99;
+  CHECK_EQ_INT(dexa_result_wait(NULL, &doc, &len), DEXA_E_INVALID_ARG);
+  CHECK(doc == NULL && len == 0);
+  /* A failed result: the status and its message, nothing else. */
+  dexa_agent *a = new_agent();
+  CHECK(a);
+  dexa_result *r = NULL;
+  char *d = NULL;
+  int rc = dispatch_empty(a, DEXA_CALL_RPC, "snapshot", "{}", &d);
+  CHECK_EQ_INT(rc, DEXA_E_NOT_FOUND);
+  dexa_call call;
+  dexa_call_init(&call, sizeof call);
+  call.kind = DEXA_CALL_RPC;
+  call.session_id = "s-none";
+  call.name = "snapshot";
+  call.input = "{}";
+  call.input_len = 2;
+  call.attr_get = empty_get;
+  call.attr_scan = empty_scan;
+  CHECK_EQ_INT(dexa_dispatch(&r, a, &call), DEXA_E_NOT_FOUND);
+  dexa_agent_free(a);
+  CHECK_CONTAINS(dexa_result_errmsg(r), "s-none");
+  CHECK_EQ_INT(dexa_result_json(&out, &len, r), DEXA_OK);
+  cJSON *j = cJSON_Parse(out);
+  int status = cJSON_GetObjectItem(j, "status")->valueint;
+  const char *error = cJSON_GetStringValue(cJSON_GetObjectItem(j, "error"));
+  int error_ok = error && strstr(error, "s-none") != NULL;
+  int empty = cJSON_GetArraySize(cJSON_GetObjectItem(j, "writes")) == 0 &&
+              cJSON_IsNull(cJSON_GetObjectItem(j, "response"));
+  cJSON_Delete(j);
+  dexa_free(out);
+  dexa_result_free(r);
+  CHECK_EQ_INT(status, DEXA_E_NOT_FOUND);
+  CHECK(error_ok);
+  CHECK(empty);
+  free(d);
+  /* A successful result has "" for its message. */
+  dexa_agent *b = new_agent();
+  CHECK(b);
+  call.kind = DEXA_CALL_EXECUTE;
+  call.name = "StartAgentSession";
+  call.step_execution_id = "StartAgentSession-1";
+  call.input = "{\"settings\":{}}";
+  call.input_len = strlen(call.input);
+  dexa_result *ok = NULL;
+  int f = dexa_dispatch(&ok, b, &call);
+  dexa_agent_free(b);
+  CHECK_EQ_INT(f, DEXA_OK);
+  CHECK_STR(dexa_result_errmsg(ok), "");
+  dexa_result_free(ok);
+}
+
 int main(void) {
   RUN(test_turn_steps_without_agent_turn_end_their_branch);
   RUN(test_larger_struct_size_with_set_tail_is_refused);
@@ -552,5 +615,6 @@ int main(void) {
   RUN(test_wrongly_typed_recovery_error_is_refused);
   RUN(test_snapshot_and_paging_refuse_damaged_values);
   RUN(test_keys_are_read_with_their_length);
+  RUN(test_result_accessors_match_their_pages);
   TEST_MAIN_END();
 }
