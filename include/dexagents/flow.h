@@ -204,6 +204,56 @@ DEXA_EXTERN int dexa_result_response(const dexa_result *result, const char **jso
  *  "decision":..,"response":..}. Free with dexa_free. */
 DEXA_EXTERN int dexa_result_json(char **out, size_t *out_len, const dexa_result *result);
 
+/* ---- 1.1: the host's wait helper ------------------------------------------
+ * A host that drives dexa_dispatch itself stores each WaitFor's wait and
+ * must tell when it is satisfied and what Execute then consumes.
+ * dexa_wait_evaluate does that from the host's state, so no host
+ * re-implements the rules above (see dexa_wait_evaluate(3)). */
+
+/* Sets *count to the number of messages queued on channel and returns
+ * DEXA_OK; any other return fails the evaluation (DEXA_E_CALLBACK_FAILED). */
+typedef int (*dexa_channel_count_fn)(void *user_data, const char *channel, size_t channel_len,
+                                     int64_t *count);
+
+/* The host's state for one waiting Step. Initialize with
+ * dexa_wait_state_init, then set the fields. */
+typedef struct dexa_wait_state {
+  uint32_t struct_size;
+  int32_t reserved0;
+  int64_t now_ms;              /* the host's clock, ms since the Unix epoch */
+  int64_t started_ms;          /* when the wait was stored: timer_ms counts from it */
+  const char *fired;           /* JSON array of the timer ids the host's own timers
+                                  fired, or NULL: then timers fire by now_ms */
+  size_t fired_len;
+  const char *channel_counts;  /* JSON object {"<channel>":<queued>,...} (absent: 0), */
+  size_t channel_counts_len;   /*   used when channel_count is NULL */
+  void *channel_user_data;
+  dexa_channel_count_fn channel_count; /* optional; preferred over channel_counts */
+} dexa_wait_state;
+
+/* Zeroes state and sets struct_size. Returns DEXA_OK, DEXA_E_INVALID_ARG or
+ * DEXA_E_STRUCT_SIZE. */
+DEXA_EXTERN int dexa_wait_state_init(dexa_wait_state *state, size_t struct_size);
+
+/* Evaluates wait_json (a WaitFor result; NULL or null: no wait) against
+ * state and writes to *out a new JSON document (free with dexa_free):
+ *   {"ready":true|false,
+ *    "fired":["timer"],
+ *    "consume":[{"id":"answer","channel":"ToolDecisions/c1","count":1}],
+ *    "channels":["ToolDecisions/c1"],
+ *    "timers":[{"id":"timer","timer_ms":60000,"due_ms":1700000060000}],
+ *    "next_due_ms":1700000060000|null}
+ * When ready, the host takes, in "consume" order, the count oldest messages
+ * of each channel, atomically with running Execute with the conditions
+ * {"fired":<fired>,"channels":{"<id>":[<messages taken>],...}}. Otherwise it
+ * evaluates again when a message arrives on one of "channels" or at
+ * "next_due_ms" (the earliest timer not fired). Returns DEXA_OK,
+ * DEXA_E_INVALID_ARG, DEXA_E_STRUCT_SIZE, DEXA_E_INVALID_JSON (the wait,
+ * fired or channel_counts), DEXA_E_CALLBACK_FAILED or DEXA_E_NOMEM; on error
+ * *out is NULL. Thread-safe; no I/O. */
+DEXA_EXTERN int dexa_wait_evaluate(char **out, size_t *out_len, const char *wait_json,
+                                   size_t wait_len, const dexa_wait_state *state);
+
 DEXA_END_DECLS
 
 #endif

@@ -24,8 +24,8 @@ typedef struct step {
   char exec_id[96];
   char *input;
   int phase;
-  cJSON *wait;
-  int64_t *deadlines; /* per condition; 0 for channel conditions */
+  char *wait;      /* the WaitFor's wait, evaluated by dexa_wait_evaluate */
+  int64_t started; /* when it was set: its timers count from here */
   char *conditions;
   int attempt;
   char *recovery_error;
@@ -115,8 +115,7 @@ memhost *memhost_new(const dexa_agent *agent, const char *session_id) {
 static void step_free(step *s) {
   free(s->type);
   free(s->input);
-  cJSON_Delete(s->wait);
-  free(s->deadlines);
+  free(s->wait);
   free(s->conditions);
   free(s->recovery_error);
 }
@@ -416,41 +415,43 @@ int memhost_rpc(memhost *h, const char *name, const char *input_json, char **res
   return rc;
 }
 
-/* Evaluates a waiting step; on success fills s->conditions and consumes. */
+static int chan_count(void *user, const char *name, size_t n, int64_t *count) {
+  memhost *h = user;
+  char *copy = strndup(name, n);
+  *count = chan_get(h, copy)->count;
+  free(copy);
+  return DEXA_OK;
+}
+
+/* Evaluates a waiting step with dexa_wait_evaluate, as a host would; on
+ * success fills s->conditions and consumes. */
 static int wait_ready(memhost *h, step *s) {
-  const char *mode = cJSON_GetObjectItem(s->wait, "mode")->valuestring;
-  const cJSON *conds = cJSON_GetObjectItem(s->wait, "conditions");
-  int n = cJSON_GetArraySize(conds), ready_count = 0, winner = -1;
-  for (int pass = 0; pass < 2; pass++) { /* timers first, then channels */
-    for (int i = 0; i < n; i++) {
-      const cJSON *c = cJSON_GetArrayItem(conds, i);
-      int is_timer = cJSON_GetObjectItem(c, "timer_ms") != NULL;
-      if (is_timer != (pass == 0)) continue;
-      int ready = is_timer ? h->now >= s->deadlines[i]
-                           : chan_get(h, cJSON_GetObjectItem(c, "channel")->valuestring)->count >=
-                                 cJSON_GetObjectItem(c, "min")->valueint;
-      if (ready) {
-        ready_count++;
-        if (winner < 0) winner = i;
-      }
-    }
+  dexa_wait_state st;
+  dexa_wait_state_init(&st, sizeof st);
+  st.now_ms = h->now;
+  st.started_ms = s->started;
+  st.channel_user_data = h;
+  st.channel_count = chan_count;
+  char *out = NULL;
+  if (dexa_wait_evaluate(&out, NULL, s->wait, strlen(s->wait), &st) != DEXA_OK) {
+    fprintf(stderr, "memhost: bad wait %s\n", s->wait);
+    h->failed = 1;
+    return 0;
   }
-  int all = strcmp(mode, "all") == 0;
-  if (all ? ready_count < n : winner < 0) return 0;
-  cJSON *res = cJSON_CreateObject(), *fired = cJSON_AddArrayToObject(res, "fired"),
-        *chans = cJSON_AddObjectToObject(res, "channels");
-  for (int i = 0; i < n; i++) {
-    const cJSON *c = cJSON_GetArrayItem(conds, i);
-    if (!all && i != winner) continue;
-    const char *id = cJSON_GetObjectItem(c, "id")->valuestring;
-    if (cJSON_GetObjectItem(c, "timer_ms")) {
-      cJSON_AddItemToArray(fired, cJSON_CreateString(id));
-      continue;
-    }
-    chan *ch = chan_get(h, cJSON_GetObjectItem(c, "channel")->valuestring);
-    const cJSON *mx = cJSON_GetObjectItem(c, "max");
-    int take = mx ? (mx->valueint < ch->count ? mx->valueint : ch->count) : ch->count;
-    cJSON *vals = cJSON_AddArrayToObject(chans, id);
+  cJSON *answer = cJSON_Parse(out);
+  dexa_free(out);
+  if (!cJSON_IsTrue(cJSON_GetObjectItem(answer, "ready"))) {
+    cJSON_Delete(answer);
+    return 0;
+  }
+  cJSON *res = cJSON_CreateObject();
+  cJSON_AddItemToObject(res, "fired", cJSON_DetachItemFromObject(answer, "fired"));
+  cJSON *chans = cJSON_AddObjectToObject(res, "channels");
+  const cJSON *t;
+  cJSON_ArrayForEach(t, cJSON_GetObjectItem(answer, "consume")) {
+    chan *ch = chan_get(h, cJSON_GetObjectItem(t, "channel")->valuestring);
+    int take = cJSON_GetObjectItem(t, "count")->valueint;
+    cJSON *vals = cJSON_AddArrayToObject(chans, cJSON_GetObjectItem(t, "id")->valuestring);
     for (int k = 0; k < take; k++) {
       cJSON_AddItemToArray(vals, cJSON_Parse(ch->values[k]));
       free(ch->values[k]);
@@ -458,6 +459,7 @@ static int wait_ready(memhost *h, step *s) {
     memmove(ch->values, ch->values + take, (size_t)(ch->count - take) * sizeof(char *));
     ch->count -= take;
   }
+  cJSON_Delete(answer);
   s->conditions = cJSON_PrintUnformatted(res);
   cJSON_Delete(res);
   return 1;
@@ -468,13 +470,8 @@ static void set_wait(memhost *h, step *s, const char *json, size_t n) {
     s->phase = PH_EXECUTE;
     return;
   }
-  s->wait = cJSON_ParseWithLength(json, n);
-  int k = cJSON_GetArraySize(cJSON_GetObjectItem(s->wait, "conditions"));
-  s->deadlines = calloc((size_t)k + 1, sizeof(int64_t));
-  for (int i = 0; i < k; i++) {
-    const cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(s->wait, "conditions"), i), "timer_ms");
-    if (t) s->deadlines[i] = h->now + (int64_t)t->valuedouble;
-  }
+  s->wait = strndup(json, n);
+  s->started = h->now;
   s->phase = PH_WAITING;
 }
 
