@@ -268,9 +268,17 @@ install-static: $(STLIB)
 install-includes:
 	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR)/dexagents
 	$(INSTALL) -m 644 include/dexagents/*.h $(DESTDIR)$(INCLUDEDIR)/dexagents/
+# A page shared by several functions is a symbolic link in the tree (so
+# that man -l works from anywhere) and installs as the usual ".so" page.
 install-man:
 	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
-	$(if $(wildcard man/man3/*.3),$(INSTALL) -m 644 man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/)
+	for f in man/man3/*.3; do \
+	  [ -e "$$f" ] || continue; \
+	  if [ -L "$$f" ]; then \
+	    printf '.so man3/%s\n' "$$(readlink "$$f")" > $(DESTDIR)$(MANDIR)/man3/$${f##*/} && \
+	      chmod 644 $(DESTDIR)$(MANDIR)/man3/$${f##*/} || exit 1; \
+	  else $(INSTALL) -m 644 "$$f" $(DESTDIR)$(MANDIR)/man3/ || exit 1; fi; \
+	done
 	$(if $(wildcard man/man7/*.7),$(INSTALL) -m 644 man/man7/*.7 $(DESTDIR)$(MANDIR)/man7/)
 # The .pc is written at install time so it carries this PREFIX and LIBDIR.
 install-pc:
