@@ -12,7 +12,7 @@
  *
  * Wait (WaitFor result), absent when Execute may run at once:
  *   {"mode":"any"|"all","conditions":[
- *      {"id":"answer","channel":"QuestionAnswers/c1","min":1,"max":1},
+ *      {"id":"answer","channel":"ToolDecisions/c1","min":1,"max":1},
  *      {"id":"timer","timer_ms":60000}]}
  *   A channel condition is ready when the channel holds at least "min"
  *   messages and consumes up to "max" of them (oldest first); "max" absent
