@@ -131,6 +131,14 @@ int64_t dexa__json_int(const cJSON *v, int64_t dflt);
 /* Integer member of the input; DEXA_E_INVALID_JSON when absent, not a
  * number or out of range. */
 int dexa__input_i64(dexa__ctx *c, const char *name, int64_t *out);
+/* Parses JSON text. NULL when it fails, with *rc DEXA_E_NOMEM when the
+ * text is valid JSON (cJSON says NULL for no memory too), else bad
+ * (DEXA_E_INVALID_JSON for a caller's input, DEXA_E_CORRUPT for state). */
+cJSON *dexa__json_parse(const char *s, size_t n, int bad, int *rc);
+/* Sets obj's member key to item (replacing it in place, or adding it),
+ * which obj then owns. DEXA_E_NOMEM when item is NULL (its creation
+ * failed) or the member could not be set. */
+int dexa__json_set(cJSON *obj, const char *key, cJSON *item);
 /* String member of the input, or NULL. */
 const char *dexa__input_str(dexa__ctx *c, const char *name);
 /* Python's str.isspace() definition of a blank message. */

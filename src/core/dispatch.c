@@ -4,6 +4,7 @@
 
 #include "core/flow_table.h"
 #include "flow/call.h"
+#include "util/json_span.h"
 #include "util/struct_size.h"
 
 #define CALL_V1_SIZE DEXA__CALL_V1_SIZE
@@ -57,6 +58,8 @@ static int parse_input(dexa__ctx *c) {
   }
   const char *end = NULL;
   c->input = cJSON_ParseWithLengthOpts(call->input, call->input_len, &end, 0);
+  if (!c->input && dexa__json_validate(call->input, call->input_len) == 0)
+    return dexa__result_fail(c->result, DEXA_E_NOMEM, NULL); /* valid: memory ran out */
   if (!c->input) return dexa__result_fail(c->result, DEXA_E_INVALID_JSON, "input is not valid JSON");
   const char *p = end;
   while (p < call->input + call->input_len && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))

@@ -35,9 +35,10 @@ static int collect(void *ctx, const char *key, size_t key_len, const char *value
   q->items = p;
   dexa__queued *it = &q->items[q->count];
   snprintf(it->key, sizeof it->key, "%.*s", (int)key_len, key);
-  it->entry = cJSON_ParseWithLength(value, value_len);
+  int rc;
+  it->entry = dexa__json_parse(value, value_len, DEXA_E_CORRUPT, &rc);
   it->len = value_len;
-  if (!it->entry) return DEXA_E_CORRUPT;
+  if (!it->entry) return rc;
   q->count++;
   return 0;
 }
@@ -146,6 +147,6 @@ int dexa__queue_load_named(dexa__ctx *c, char *key, cJSON **out, size_t *len) {
   if (rc == DEXA_E_NOT_FOUND)
     return dexa__result_failf(c->result, DEXA_E_NOT_FOUND, "no queued message \"%.40s\"", id);
   if (rc != DEXA_OK) return rc;
-  *out = cJSON_ParseWithLength(v, *len);
-  return *out ? DEXA_OK : DEXA_E_CORRUPT;
+  *out = dexa__json_parse(v, *len, DEXA_E_CORRUPT, &rc);
+  return rc;
 }

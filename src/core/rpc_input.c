@@ -39,11 +39,15 @@ int dexa__rpc_input_check(dexa__ctx *c, const char *rpc, const char *const *fiel
 int dexa__recovery_error_check(dexa__ctx *c) {
   const dexa_call *call = c->call;
   if (!call->recovery_error) return DEXA_OK;
-  const char *end = NULL;
-  cJSON *e = cJSON_ParseWithLengthOpts(call->recovery_error, call->recovery_error_len, &end, 0);
+  int rc = dexa__json_validate(call->recovery_error, call->recovery_error_len) == 0
+               ? DEXA_OK
+               : DEXA_E_INVALID_JSON;
+  cJSON *e = rc == DEXA_OK ? dexa__json_parse(call->recovery_error, call->recovery_error_len,
+                                              DEXA_E_INVALID_JSON, &rc)
+                           : NULL;
+  if (rc == DEXA_E_NOMEM) return dexa__result_fail(c->result, rc, NULL);
   int64_t code;
-  int ok = e && dexa__json_validate(call->recovery_error, call->recovery_error_len) == 0 &&
-           cJSON_IsObject(e) &&
+  int ok = e && cJSON_IsObject(e) &&
            dexa__json_exact_int(cJSON_GetObjectItemCaseSensitive(e, "code"), &code) &&
            cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "message"));
   cJSON_Delete(e);

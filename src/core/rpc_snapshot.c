@@ -55,7 +55,7 @@ static void ring_put(dexa__buf *b, const ring *r) {
 }
 
 static void ring_free(ring *r) {
-  for (size_t i = 0; i < r->cap; i++) free(r->items[i]);
+  for (size_t i = 0; r->items && i < r->cap; i++) free(r->items[i]);
   free(r->items);
   free(r->lens);
 }

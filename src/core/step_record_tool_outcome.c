@@ -17,9 +17,15 @@ int dexa__step_record_tool_outcome(dexa__ctx *c) {
   dexa__tool_call t;
   int rc = dexa__tool_call_read(c, &t);
   if (rc != DEXA_OK) return rc;
-  cJSON *err = c->call->recovery_error
-                   ? cJSON_ParseWithLength(c->call->recovery_error, c->call->recovery_error_len)
-                   : NULL;
+  /* Checked by dispatch: a parse can fail for memory only. */
+  cJSON *err = c->call->recovery_error ? dexa__json_parse(c->call->recovery_error,
+                                                          c->call->recovery_error_len,
+                                                          DEXA_E_NOMEM, &rc)
+                                       : NULL;
+  if (rc != DEXA_OK) {
+    dexa__tool_call_free(&t);
+    return rc;
+  }
   const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
   if (strcmp(t.effect, "write") == 0) {
     rc = dexa__tool_call_unknown_outcome(c, &t, why ? why : "the worker was lost");

@@ -1,6 +1,8 @@
 /* tour: see tour.h. */
 #include "support/tour.h"
 
+#include "iface/model.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +23,35 @@ static int tool_fn(void *user, const dexa_tool_invocation *inv, dexa_tool_output
   return rc;
 }
 
+/* The demo model inside the hook, like the tools: its own allocations are
+ * the model client's business, not the flow's. */
+static int hooked_generate(void *user, const dexa_model_request *req, dexa_model_reply *reply) {
+  dexa_model *demo = user;
+  hook(hook_user, 1);
+  int rc = demo->vt.generate(demo->user_data, req, reply);
+  hook(hook_user, 0);
+  return rc;
+}
+
+static void hooked_destroy(void *user) { dexa_model_free(user); }
+
+static dexa_model *tour_model(void) {
+  dexa_model *demo = NULL, *m = NULL;
+  if (dexa_model_demo_new(&demo, "mock/dex") != DEXA_OK || !hook) return demo;
+  dexa_model_vtable vt;
+  dexa_model_vtable_init(&vt, sizeof vt);
+  vt.generate = hooked_generate;
+  vt.destroy = hooked_destroy;
+  if (dexa_model_new(&m, "mock/dex", &vt, demo) != DEXA_OK) dexa_model_free(demo);
+  return m;
+}
+
 dexa_agent *tour_agent(tour_tool_hook h, void *user) {
   hook = h;
   hook_user = user;
-  dexa_model *m = NULL;
+  dexa_model *m = tour_model();
   dexa_tool_source *tools = NULL;
-  if (dexa_model_demo_new(&m, "mock/dex") != DEXA_OK) return NULL;
+  if (!m) return NULL;
   dexa_function_tools_new(&tools, "fns");
   dexa_function_tools_add(tools, "lookup", "read", NULL, DEXA_TOOL_READ, DEXA_APPROVAL_NONE,
                           tool_fn, NULL);

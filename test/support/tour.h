@@ -11,8 +11,8 @@
 
 #include "support/memhost.h"
 
-/* Called with 1 before and 0 after each of the tour's tool functions runs
- * (so a test can exempt the host's own code from what it injects). */
+/* Called with 1 before and 0 after each of the tour's tool functions and
+ * model calls runs (so a test can exempt them from what it injects). */
 typedef void (*tour_tool_hook)(void *user, int entering);
 
 /* The tour's agent: the demo model, a read tool, a write tool that needs
