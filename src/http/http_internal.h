@@ -4,7 +4,8 @@
  * sse.c            SSE frames (public) and the appenders below
  * routes.c         the routes object, request bodies, dispatch, responses
  * routes_rpc.c     the JSON routes: settings, start session, session RPCs
- * routes_stream.c  the event stream route (Server-Sent Events) */
+ * routes_stream.c  the event stream route (Server-Sent Events)
+ * routes_graph.c   the session graph route */
 #ifndef DEXA_HTTP_INTERNAL_H
 #define DEXA_HTTP_INTERNAL_H
 
@@ -77,6 +78,10 @@ void dexa__http_start_session(dexa_http_agent_routes *routes, const dexa__buf *b
 void dexa__http_session_route(dexa_http_agent_routes *routes, void *connection,
                               const char *method, const char *session_id, const char *rest,
                               const dexa__buf *body, dexa__http_reply *reply);
+
+/* The session graph (routes_graph.c): GET sessions/ID/graph. */
+void dexa__http_session_graph(dexa_http_agent_routes *routes, void *connection,
+                              const char *session_id, dexa__http_reply *reply);
 
 /* The event stream (routes_stream.c): sets reply->stream or an error. */
 void dexa__http_event_stream(dexa_http_agent_routes *routes, void *connection,
