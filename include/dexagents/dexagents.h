@@ -12,5 +12,8 @@
 #include "agent.h"
 #include "runtime.h"
 #include "http.h"
+#include "graph.h"
+#include "store.h"
+#include "connectors.h"
 
 #endif
