@@ -519,6 +519,15 @@ class WorkerTest(Base):
             self.assertEqual(r.returncode, 3, r.stderr)
             self.assertIn(why, r.stderr)
             self.assertNotIn("SECRET", r.stderr)
+            # the AI Agent example opens the same connection the same way
+            example = os.path.join(ROOT, "examples", "ai-agent", "ai-agent")
+            if os.access(example, os.X_OK):
+                r = subprocess.run([example], env=clean_env(DEX_CONNECTOR_CONFIG_FILE=bad,
+                                                            DEX_AGENT_STORE=self.store,
+                                                            DEX_AGENT_LISTEN="127.0.0.1:0"),
+                                   capture_output=True, text=True, timeout=LONG, cwd=ROOT)
+                self.assertEqual(r.returncode, 1, r.stdout)
+                self.assertIn(why, r.stderr)
 
 
 class ServeTest(Base):
