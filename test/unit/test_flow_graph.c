@@ -282,8 +282,8 @@ static void test_graph_refuses_what_is_not_a_description(void) {
   char *g = (char *)1;
   const char *bad[] = {"", "{", "[]", "{\"flow_type\":\"F\"}",
                        /* a transition to a Step the description does not have */
-                       "{\"flow_type\":\"F\",\"start_step\":\"A\",\"steps\":[{\"name\":\"A\"}],"
-                       "\"transitions\":{\"steps\":{\"A\":{\"next\":[\"B\"]}}}}"};
+                       ("{\"flow_type\":\"F\",\"start_step\":\"A\",\"steps\":[{\"name\":\"A\"}],"
+                        "\"transitions\":{\"steps\":{\"A\":{\"next\":[\"B\"]}}}}")};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     CHECK_EQ_INT(dexa_flow_graph(&g, NULL, bad[i], strlen(bad[i]), DEXA_GRAPH_JSON),
                  DEXA_E_INVALID_JSON);
