@@ -6,8 +6,6 @@
  * wait and publish against it, and that every transition listed happens). */
 #include "core/flow_transitions.h"
 
-#include <string.h>
-
 #define END NULL
 
 typedef struct step_transitions {
@@ -26,8 +24,8 @@ static const step_transitions steps[] = {
    {CHAN_USER_MESSAGE_SIGNALS, END}, 0},
   /* One Step per tool call of the reply (in parallel) and ResumeTurn to
    * join them; or the turn's end, a failure, a steer or stop, compaction.
-   * Calls answered at once (write_todos, unknown tools) publish their
-   * results itself. */
+   * RunModel publishes the results of calls it answers at once
+   * (write_todos, an unknown tool). */
   {STEP_RUN_MODEL,
    {STEP_AWAIT_TOOL_APPROVAL, STEP_CALL_TOOL, STEP_CALL_SINGLE_ATTEMPT_TOOL,
     STEP_AWAIT_QUESTION_ANSWER, STEP_AWAIT_TIMER, STEP_RESUME_TURN, STEP_COMPACT_CONTEXT,

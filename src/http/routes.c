@@ -329,7 +329,7 @@ static void session_route(dexa_http_agent_routes *r, struct MHD_Connection *c, c
   const char *rest = slash ? slash : "";
   if (strcmp(rest, "/events") == 0 || strcmp(rest, "/graph") == 0) {
     if (!is_method(method, "GET")) method_not_allowed(reply, "GET");
-    else if (rest[1] == 'e') dexa__http_event_stream(r, c, id, reply);
+    else if (strcmp(rest, "/events") == 0) dexa__http_event_stream(r, c, id, reply);
     else dexa__http_session_graph(r, c, id, reply);
     return;
   }
