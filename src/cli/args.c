@@ -15,7 +15,7 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg) {
   return CLI_USAGE;
 }
 
-/* The global options; 1 when arg was one (consumed *i as needed), 0 when
+/* The global options (main.c answers --help before any parsing); 1 when arg was one (consumed *i as needed), 0 when
  * not, -1 on a usage error. */
 static int global_opt(int argc, char **argv, int *i, cli_globals *g, const char *cmd) {
   const char *a = argv[*i], *eq = strchr(a, '='), *v = NULL;
@@ -36,7 +36,6 @@ static int global_opt(int argc, char **argv, int *i, cli_globals *g, const char 
   }
   if (!strcmp(a, "--json")) g->json = 1;
   else if (!strcmp(a, "--no-color")) g->color = 0;
-  else if (!strcmp(a, "--help") || !strcmp(a, "-h")) g->help = 1;
   else return 0;
   return 1;
 }

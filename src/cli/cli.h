@@ -73,7 +73,6 @@ typedef struct cli_globals {
   const char *store;
   int json;
   int color; /* -1 auto, 0 never, 1 always */
-  int help;
   /* Set by the subcommands that take them (chat, sessions start): a model
    * the allow-list gets when it lacks it, and an MCP file over the
    * configuration's. */

@@ -175,7 +175,7 @@ static int start_daemon(server *s, const char *listen) {
 }
 
 int cmd_serve(int argc, char **argv) {
-  cli_globals g = {NULL, NULL, 0, -1, 0, NULL, NULL};
+  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL};
   const char *listen = NULL, *ui = NULL, *threads_s = NULL, *pos[1];
   int npos;
   const cli_opt opts[] = {{"--listen", 1, &listen, NULL}, {"--ui", 1, &ui, NULL},

@@ -54,7 +54,8 @@ static int list(cli_app *a, long limit) {
   cJSON_ArrayForEach(s, all) {
     char w[32];
     when(w, sizeof w, cli_num(s, "created_ms"));
-    printf("%s  %s  %s\n", cli_str(s, "session_id"), w, cli_str(s, "flow_type"));
+    printf("%s  %s  %s  %s\n", cli_str(s, "session_id"), w, cli_str(s, "flow_type"),
+           cli_str(s, "status"));
   }
   printf("%ld session%s\n", count, count == 1 ? "" : "s");
   cJSON_Delete(all);
@@ -245,7 +246,7 @@ static int events(cli_app *a, const char *sid, const char *from, int follow) {
 }
 
 int cmd_sessions(int argc, char **argv) {
-  cli_globals g = {NULL, NULL, 0, -1, 0, NULL, NULL};
+  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL};
   const char *limit_s = NULL, *model = NULL, *id = NULL, *from = NULL, *msgs_s = NULL;
   int follow = 0;
   const cli_opt opts[] = {{"--limit", 1, &limit_s, NULL},  {"--model", 1, &model, NULL},

@@ -35,7 +35,7 @@ static void print_text(const char *what, const cJSON *r) {
 }
 
 int cmd_store(int argc, char **argv) {
-  cli_globals g = {NULL, NULL, 0, -1, 0, NULL, NULL};
+  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL};
   const char *pos[3];
   int npos;
   int rc = cli_parse(argc, argv, 2, &g, NULL, pos, 3, &npos, "store");
@@ -51,7 +51,10 @@ int cmd_store(int argc, char **argv) {
   cli_config cfg;
   const char *uri = npos > 1 ? pos[1] : g.store;
   int loaded = !uri;
-  if (loaded && (rc = cli_config_load(&cfg, g.config)) != CLI_OK) return rc;
+  if (loaded && (rc = cli_config_load(&cfg, g.config)) != CLI_OK) {
+    cli_config_free(&cfg);
+    return rc;
+  }
   if (loaded) uri = cfg.store;
   char *out = NULL, err[512] = "";
   int drc = copy ? dexa_store_copy(pos[1], pos[2], &out, NULL, err, sizeof err)
