@@ -205,7 +205,10 @@ static int route_call(route *r, const cJSON *call, call_view *v) {
              strcmp(r->turn->mode, "planning") == 0 ? " (a planning turn may call write_todos only)" : "");
     return immediate(r, v, "error", why);
   }
-  int rc = event_for(r, "tool_call_proposed", v, NULL);
+  /* The effect tells readers (the session graph) which Step runs the call. */
+  char effect[48];
+  snprintf(effect, sizeof effect, ",\"effect\":\"%s\"", dexa__tool_effect_name(def->effect));
+  int rc = event_for(r, "tool_call_proposed", v, effect);
   if (rc != DEXA_OK) return rc;
   dexa__tool_def own;
   if (def->source != DEXA__BUILTIN_SOURCE) return route_tool(r, call_policy(call, def, &own), v);
