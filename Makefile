@@ -3,12 +3,13 @@
 #
 #   make              the libraries: lib/libdexagents.so.1.x.y (+ symlinks), lib/libdexagents.a
 #   make run          install missing packages (as root), build, start the AI Agent web
-#                     example at http://127.0.0.1:8080/products/ai-agent/
+#                     app (dexagents serve) at http://127.0.0.1:8080/products/ai-agent/
 #   make run-chat     the same for the terminal chat (examples/chat)
 #   make check        install missing packages (as root), build, run every test
 #   make check-asan   the same tests under ASan + UBSan (build dir build-asan)
 #   make check-tsan   the same tests under ThreadSanitizer (build dir build-tsan)
-#   make install      PREFIX=/usr/local DESTDIR= LIBDIR= INCLUDEDIR= MANDIR= PKGCONFIGDIR=
+#   make install      PREFIX=/usr/local DESTDIR= BINDIR= LIBDIR= INCLUDEDIR= MANDIR=
+#                     PKGCONFIGDIR= DATADIR=
 #   make help         every target
 VERSION_H := include/dexagents/version.h
 MAJOR := $(shell sed -n 's/^\#define DEXA_VERSION_MAJOR \([0-9]*\)/\1/p' $(VERSION_H))
@@ -36,8 +37,10 @@ LIBS := -lcjson -lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lmicrohttpd -lsqlite3 
 # ---- install locations ---------------------------------------------------
 PREFIX ?= /usr/local
 EXEC_PREFIX ?= $(PREFIX)
+BINDIR ?= $(EXEC_PREFIX)/bin
 LIBDIR ?= $(EXEC_PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR ?=
@@ -48,8 +51,12 @@ INSTALL ?= install
 # build moves both (build-asan, build-asan/lib) so it never mixes objects.
 BUILD ?= build
 LIBOUT ?= lib
-SRCS := $(sort $(wildcard src/*/*.c))
+# src/cli is the dexagents command, not the library: a program of its own.
+SRCS := $(filter-out src/cli/%,$(sort $(wildcard src/*/*.c)))
 OBJS := $(SRCS:%.c=$(BUILD)/%.o)
+CLI_SRCS := $(sort $(wildcard src/cli/*.c))
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
+CLI := $(BUILD)/bin/dexagents
 
 SONAME := libdexagents.so.$(MAJOR)
 SHLIB_NAME := libdexagents.so.$(VERSION)
@@ -58,7 +65,8 @@ STLIB := $(LIBOUT)/libdexagents.a
 MAP := lib/libdexagents.map
 
 # Every test/unit/*.c and test/integration/*.c is its own program.
-TEST_SRCS := $(sort $(wildcard test/unit/*.c test/integration/*.c))
+# test/pg/*.c run against a throwaway PostgreSQL cluster (test/pg/suites.sh).
+TEST_SRCS := $(sort $(wildcard test/unit/*.c test/integration/*.c test/pg/*.c))
 TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
 BENCH_SRCS := $(sort $(wildcard test/bench/*.c))
 BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
@@ -66,12 +74,13 @@ BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 EXAMPLE_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard examples/*/*.c))))
 EXAMPLES := $(foreach d,$(EXAMPLE_DIRS),$(d)/$(notdir $(d)))
 
-DEPFILES = $(OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BINS:=.d) $(addprefix $(BUILD)/,$(EXAMPLES:=.d))
+DEPFILES = $(OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BINS:=.d) $(addprefix $(BUILD)/,$(EXAMPLES:=.d))
 
 # Debian packages: to build, and what `make check` needs on top.
 DEB_BUILD := gcc make binutils pkg-config libcjson-dev libcurl4-openssl-dev libmbedtls-dev \
   libmicrohttpd-dev libsqlite3-dev libpq-dev
-DEB_CHECK := g++ clang abigail-tools groff-base man-db
+# postgresql: test/pg/suites.sh runs the store's tests on a throwaway cluster.
+DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql
 # The AI Agent page's browser tests (test/e2e) drive Debian's chromium.
 DEB_E2E := chromium
 DEB_VALGRIND := valgrind
@@ -88,11 +97,11 @@ DEX_AGENT_LISTEN ?= 127.0.0.1:8080
 ABI_BASELINE := abi/libdexagents.abi
 
 .DELETE_ON_ERROR:
-.PHONY: all lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench run run-chat check \
+.PHONY: all cli lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench run run-chat check \
   check-asan check-tsan check-valgrind check-abi abi-update fuzz install install-shared install-static \
-  install-includes install-man install-pc uninstall clean help
+  install-includes install-man install-pc install-bin install-ui uninstall clean help
 
-all: lib-shared lib-static
+all: lib-shared lib-static cli
 lib-shared: $(SHLIB)
 lib-static: $(STLIB)
 
@@ -112,6 +121,21 @@ $(STLIB): $(OBJS)
 	@mkdir -p $(LIBOUT)
 	rm -f $@
 	ar rcs $@ $(OBJS)
+
+# ---- the dexagents command -------------------------------------------------
+# A client of the public ABI only (test/abi/layers.sh checks it), linked with
+# the static library so the installed program needs no library path.
+CLI_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -Iinclude -Isrc $(CPPFLAGS) $(CFLAGS)
+cli: $(CLI)
+
+$(BUILD)/src/cli/%.o: src/cli/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CLI_CFLAGS) -MMD -MP -c $< -o $@
+
+$(CLI): $(CLI_OBJS) $(STLIB)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(CC) $(SAN) -o $@ $(CLI_OBJS) $(STLIB) $(LIBS) $(LDFLAGS)
 
 # ---- programs: tests, benchmarks, examples -------------------------------
 # Each links the static library (internal symbols are visible there). The old
@@ -205,8 +229,9 @@ run-chat:
 run:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all examples
-	@test -x examples/ai-agent/ai-agent || { echo "run: examples/ai-agent/ai-agent is not built"; exit 1; }
-	DEX_AGENT_STORE='$(DEX_AGENT_STORE)' DEX_AGENT_LISTEN='$(DEX_AGENT_LISTEN)' examples/ai-agent/ai-agent
+	@test -x $(CLI) || { echo "run: $(CLI) is not built"; exit 1; }
+	DEX_AGENT_STORE='$(DEX_AGENT_STORE)' DEX_AGENT_LISTEN='$(DEX_AGENT_LISTEN)' $(CLI) serve \
+	  --ui examples/ai-agent/ui
 
 # The build runs with -k and may fail: test/run counts what did not build as
 # failed, so the last line is always the total.
@@ -249,17 +274,26 @@ bindings: $(SHLIB)
 	else echo "bindings: node is not installed; the Node addon is not built"; fi
 
 # ---- ABI baseline (abigail-tools) ----------------------------------------
-# abi-update writes the reviewed baseline from a -g build; check-abi fails on
-# any abidiff status but added symbols (a layout break only sets bit 4).
+# abi-update writes the reviewed baseline from a -g build (the baseline is the
+# 1.0 release's: an application built against it must keep working); check-abi
+# accepts added symbols and members appended to size-versioned public structs,
+# nothing else (test/abi/abidiff.sh).
 abi-update: $(SHLIB)
 	@mkdir -p $(dir $(ABI_BASELINE))
 	abidw --headers-dir include/dexagents --out-file $(ABI_BASELINE) $(SHLIB)
 check-abi: $(SHLIB)
 	@test -f $(ABI_BASELINE) || { echo "check-abi: no $(ABI_BASELINE) yet (make abi-update)"; exit 1; }
-	abidiff --no-added-syms --headers-dir2 include/dexagents $(ABI_BASELINE) $(SHLIB)
+	@LIBOUT=$(LIBOUT) bash test/abi/abidiff.sh
 
 # ---- install -------------------------------------------------------------
-install: install-shared install-static install-includes install-man install-pc
+install: install-shared install-static install-includes install-man install-pc install-bin install-ui
+install-bin: $(CLI)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR)
+	$(INSTALL) -m 755 $(CLI) $(DESTDIR)$(BINDIR)/dexagents
+# The AI Agent page, for dexagents serve (it finds <bindir>/../share/dexagents/ui).
+install-ui:
+	$(INSTALL) -d $(DESTDIR)$(DATADIR)/dexagents/ui
+	cp -R examples/ai-agent/ui/. $(DESTDIR)$(DATADIR)/dexagents/ui/
 install-shared: $(SHLIB)
 	$(INSTALL) -d $(DESTDIR)$(LIBDIR)
 	$(INSTALL) -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB_NAME)
@@ -274,7 +308,8 @@ install-includes:
 # A page shared by several functions is a symbolic link in the tree (so
 # that man -l works from anywhere) and installs as the usual ".so" page.
 install-man:
-	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
+	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
+	$(if $(wildcard man/man1/*.1),$(INSTALL) -m 644 man/man1/*.1 $(DESTDIR)$(MANDIR)/man1/)
 	for f in man/man3/*.3; do \
 	  [ -e "$$f" ] || continue; \
 	  if [ -L "$$f" ]; then \
@@ -294,18 +329,21 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(SHLIB_NAME) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 	  $(DESTDIR)$(LIBDIR)/libdexagents.so $(DESTDIR)$(LIBDIR)/libdexagents.a \
 	  $(DESTDIR)$(PKGCONFIGDIR)/dexagents.pc
-	rm -rf $(DESTDIR)$(INCLUDEDIR)/dexagents
-	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/man3/*.3))) \
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/dexagents $(DESTDIR)$(DATADIR)/dexagents
+	rm -f $(DESTDIR)$(BINDIR)/dexagents
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/man1/*.1))) \
+	  $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/man3/*.3))) \
 	  $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/man7/*.7)))
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build
 
 help:
-	@echo "targets: all lib-shared lib-static deps examples tests bindings check check-asan check-tsan check-valgrind"
+	@echo "targets: all cli lib-shared lib-static deps examples tests bindings check check-asan check-tsan check-valgrind"
 	@echo "         bench run run-chat install uninstall check-abi abi-update fuzz clean"
-	@echo "install: PREFIX=$(PREFIX) DESTDIR= LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"
-	@echo "         MANDIR=$(MANDIR) PKGCONFIGDIR=$(PKGCONFIGDIR)"
+	@echo "install: PREFIX=$(PREFIX) DESTDIR= BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"
+	@echo "         MANDIR=$(MANDIR) PKGCONFIGDIR=$(PKGCONFIGDIR) DATADIR=$(DATADIR)"
+	@echo "command: $(CLI) (dexagents: chat, sessions, serve, worker, graph, store)"
 	@echo "version: $(VERSION) (SONAME $(SONAME))"
 
 -include $(DEPFILES)

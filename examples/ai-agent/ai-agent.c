@@ -14,9 +14,14 @@
  *   DEX_AGENT_MCP_CONFIG      the MCP server configuration file
  *   DEX_AGENT_SESSION_KEY     the key that signs session tokens (random when
  *                             unset: a restart then ends access to older sessions)
- *   DEX_AGENT_STORE           the SQLite file (ai-agent.db)
+ *   DEX_AGENT_STORE           the store: a SQLite file (ai-agent.db) or a PostgreSQL
+ *                             URI/conninfo (postgresql://...), shared by many processes
  *   DEX_AGENT_LISTEN          HOST:PORT to listen on (127.0.0.1:8080)
- *   DEX_AGENT_THREADS         worker threads (4) */
+ *   DEX_AGENT_ALLOWED_HOSTS   more Host header names the page may be reached by
+ *                             (comma separated; the listen address always works)
+ *   DEX_AGENT_THREADS         worker threads (4)
+ *   DEX_CONNECTOR_CONFIG_FILE the connector file: its support-slack connection
+ *                             gives the tool slack_post_thread_reply */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -56,6 +61,12 @@ typedef struct app {
   dexa_http_agent_routes *routes;
   struct MHD_Daemon *daemon;
 } app;
+
+/* How the store is shown: a PostgreSQL URI or conninfo may hold a
+ * password, so it is never printed. */
+static const char *store_name(const char *store) {
+  return strncmp(store, "postgres", 8) == 0 || strchr(store, '=') ? "PostgreSQL" : store;
+}
 
 static const char *env_or(const char *name, const char *fallback) {
   const char *v = getenv(name);
@@ -214,9 +225,11 @@ static int make_settings_extra(app *a) {
 }
 
 static int make_tools(app *a) {
-  a->sources = calloc(1, sizeof *a->sources);
+  a->sources = calloc(2, sizeof *a->sources);
   if (!a->sources || ai_agent_tools_new(&a->sources[0]) != DEXA_OK) return -1;
   a->source_count = 1;
+  if (ai_agent_slack_new(&a->sources[1]) != 0) return -1;
+  if (a->sources[1]) a->source_count++;
   if (add_mcp_sources(a) != 0) return -1;
   return make_settings_extra(a);
 }
@@ -243,7 +256,7 @@ static int make_agent(app *a) {
   dexa_runtime_options_init(&opts, sizeof opts);
   opts.store = a->store;
   rc = dexa_runtime_new(&a->rt, a->agent, &opts, err, sizeof err);
-  if (rc != DEXA_OK) fprintf(stderr, "ai-agent: store %s: %s: %s\n", a->store, dexa_strerror(rc), err);
+  if (rc != DEXA_OK) fprintf(stderr, "ai-agent: store %s: %s: %s\n", store_name(a->store), dexa_strerror(rc), err);
   return rc == DEXA_OK ? 0 : -1;
 }
 
@@ -264,6 +277,7 @@ static int make_routes(app *a) {
   o.system_prompt = a->prompt;
   o.context_window_tokens = a->context_tokens;
   o.settings_extra_json = a->settings_extra;
+  o.allowed_hosts = getenv("DEX_AGENT_ALLOWED_HOSTS");
   char err[256] = "";
   int rc = dexa_http_agent_routes_new(&a->routes, a->rt, &o, err, sizeof err);
   if (rc != DEXA_OK) fprintf(stderr, "ai-agent: routes: %s: %s\n", dexa_strerror(rc), err);
@@ -282,7 +296,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                          con_cls) == DEXA_OK
                ? MHD_YES
                : MHD_NO;
-  return ai_agent_serve_static(c, a->ui_dir, PREFIX, url, method);
+  return ai_agent_serve_static(c, a->routes, a->ui_dir, PREFIX, url, method);
 }
 
 /* The page never uses con_cls, so whatever is there is the routes'. */
@@ -317,12 +331,18 @@ static int start_daemon(app *a) {
     return -1;
   }
   /* One thread per connection: the event stream blocks its thread while
-   * it waits for events. */
+   * it waits for events. poll() rather than select(), whose descriptors
+   * stop at 1024. The routes give the idle timeout and the connection
+   * limits (overall and per client). */
+  struct MHD_OptionItem limits[DEXA_HTTP_DAEMON_OPTIONS_MAX];
+  if (dexa_http_agent_routes_daemon_options(a->routes, limits, DEXA_HTTP_DAEMON_OPTIONS_MAX) !=
+      DEXA_OK)
+    return -1;
   a->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                                   MHD_USE_ERROR_LOG,
+                                   MHD_USE_POLL | MHD_USE_ERROR_LOG,
                                0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, &sa,
-                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
-                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, a, MHD_OPTION_ARRAY,
+                               limits, MHD_OPTION_END);
   if (!a->daemon) {
     fprintf(stderr, "ai-agent: cannot listen on %s (in use?)\n", a->listen);
     return -1;
@@ -332,7 +352,7 @@ static int start_daemon(app *a) {
   inet_ntop(AF_INET, &sa.sin_addr, host, sizeof host);
   printf("ai-agent: models %s", a->model_names[0]);
   for (size_t i = 1; i < a->model_count; i++) printf(", %s", a->model_names[i]);
-  printf("; store %s\n", a->store);
+  printf("; store %s\n", store_name(a->store));
   printf("ai-agent: open http://%s:%u%s/\n", host, info ? (unsigned)info->port : 0u, PREFIX);
   fflush(stdout);
   return 0;

@@ -9,6 +9,12 @@
 #include "ai_agent.h"
 
 #define MAX_FILE_BYTES (4 * 1024 * 1024)
+/* The page loads only its own files and talks only to its own origin; no
+ * inline script or style, no frames, no plugins. */
+#define PAGE_CSP                                                                           \
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "       \
+  "connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; "           \
+  "form-action 'self'; frame-ancestors 'none'"
 
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *type,
                                char *body, size_t len, const char *location) {
@@ -19,7 +25,7 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const 
   }
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
   MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-  MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  dexa_http_security_headers(r, PAGE_CSP);
   if (location) MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
   enum MHD_Result ok = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
@@ -44,6 +50,8 @@ static const char *content_type(const char *name) {
   if (strcmp(dot, ".svg") == 0) return "image/svg+xml";
   if (strcmp(dot, ".png") == 0) return "image/png";
   if (strcmp(dot, ".json") == 0) return "application/json";
+  if (strcmp(dot, ".ico") == 0) return "image/x-icon";
+  if (strcmp(dot, ".webmanifest") == 0) return "application/manifest+json";
   return "application/octet-stream";
 }
 
@@ -70,9 +78,12 @@ static char *read_file(const char *path, size_t *len) {
   return data;
 }
 
-enum MHD_Result ai_agent_serve_static(struct MHD_Connection *c, const char *ui_dir,
-                                      const char *prefix, const char *url, const char *method) {
+enum MHD_Result ai_agent_serve_static(struct MHD_Connection *c, const dexa_http_agent_routes *routes,
+                                      const char *ui_dir, const char *prefix, const char *url,
+                                      const char *method) {
   size_t plen = strlen(prefix);
+  if (dexa_http_agent_routes_check_host(routes, c) != DEXA_OK)
+    return text(c, 421, "the Host header does not name this server\n", NULL);
   if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
     return text(c, 405, "method not allowed\n", NULL);
   char location[512];

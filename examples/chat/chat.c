@@ -44,7 +44,8 @@ typedef struct chat {
 static void usage(FILE *f) {
   fputs("usage: chat [--store PATH] [--model NAME] [--threads N] [--resume SESSION_ID]\n"
         "            [--list] [--help]\n"
-        "  --store PATH      SQLite store (default dexagents-chat.db)\n"
+        "  --store STORE     SQLite file or PostgreSQL URI/conninfo (default: $DEX_AGENT_STORE,\n"
+        "                    else dexagents-chat.db)\n"
         "  --model NAME      mock/dex (default), mock/dex-mini, or a provider model:\n"
         "                    openai/MODEL, openai-chat/MODEL, anthropic/MODEL (key from\n"
         "                    OPENAI_API_KEY / ANTHROPIC_API_KEY; base URL from\n"
@@ -341,8 +342,15 @@ static void chat_loop(chat *c) {
   if (c->interactive) fputc('\n', stdout);
 }
 
-/* "<store>.notes.txt" next to the store file. */
+/* A PostgreSQL store: a URI, or a key/value conninfo (has "="). */
+static int is_postgres(const char *store) {
+  return strncmp(store, "postgres", 8) == 0 || strchr(store, '=') != NULL;
+}
+
+/* "<store>.notes.txt" next to the store file; with PostgreSQL in the
+ * current directory. */
 static char *notes_path_for(const char *store) {
+  if (is_postgres(store)) store = "dexagents-chat";
   if (strncmp(store, "sqlite:", 7) == 0) store += 7;
   if (strcmp(store, ":memory:") == 0) store = "dexagents-chat";
   size_t n = strlen(store) + sizeof ".notes.txt";
@@ -352,7 +360,9 @@ static char *notes_path_for(const char *store) {
 }
 
 int main(int argc, char **argv) {
-  chat c = {"dexagents-chat.db", "mock/dex", NULL, 0, 2, NULL, {0}, NULL, 0, NULL};
+  const char *env_store = getenv("DEX_AGENT_STORE");
+  chat c = {env_store && *env_store ? env_store : "dexagents-chat.db", "mock/dex", NULL, 0, 2,
+            NULL, {0}, NULL, 0, NULL};
   if (parse_args(&c, argc, argv) != 0) {
     usage(stderr);
     return 2;
@@ -434,8 +444,9 @@ int main(int argc, char **argv) {
   rc = c.resume ? resume_session(&c) : new_session(&c);
   if (rc != DEXA_OK && !c.session_id[0]) goto cleanup;
   if (rc != DEXA_OK && c.resume && !c.token) goto cleanup; /* no such session */
-  printf("session %s (store %s; --resume %s to continue it)\n", c.session_id, c.store,
-         c.session_id);
+  /* A PostgreSQL URI may hold a password: never printed. */
+  printf("session %s (store %s; --resume %s to continue it)\n", c.session_id,
+         is_postgres(c.store) ? "PostgreSQL" : c.store, c.session_id);
   fflush(stdout);
   chat_loop(&c);
   status = 0;

@@ -8,9 +8,13 @@
 #include "flow.h"
 #include "model.h"
 #include "tools.h"
+#include "harness.h"
 #include "mcp.h"
 #include "agent.h"
 #include "runtime.h"
 #include "http.h"
+#include "graph.h"
+#include "store.h"
+#include "connectors.h"
 
 #endif

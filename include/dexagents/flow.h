@@ -93,13 +93,6 @@ typedef int (*dexa_attr_scan_fn)(void *user_data, const char *prefix, size_t pre
  * synchronously, zero or more times during dexa_dispatch. */
 typedef void (*dexa_event_sink_fn)(void *user_data, const char *event_json, size_t len);
 
-/* Says whether the running method should end early: non-zero once an
- * interrupting RPC (cancel_turn: the user pressed Stop) committed for the
- * session while this method ran, 0 otherwise. Polled by model clients and
- * tool sources during a long call, possibly from another thread than the
- * dispatching one, so it must be thread-safe and cheap (read a flag). */
-typedef int (*dexa_cancelled_fn)(void *user_data);
-
 /* One Step method or RPC invocation. Initialize with dexa_call_init, then
  * set the fields. All pointers are borrowed for the duration of
  * dexa_dispatch; strings are NUL-terminated unless a length is given. */
@@ -123,9 +116,15 @@ typedef struct dexa_call {
   dexa_attr_scan_fn attr_scan;  /* required */
   void *sink_user_data;
   dexa_event_sink_fn event_sink; /* optional */
-  /* 1.1: */
+  /* Appended in 1.1 (a struct_size without them reads as NULL): returns
+   * nonzero once the turn of a running Step was stopped (an RPC the flow
+   * description marks "interrupts", cancel_turn, committed while it ran),
+   * so a long model call, harness segment or tool call may end early
+   * (dexa_model_request_cancelled, dexa_tool_invocation_cancelled); what it
+   * then returns is still recorded. Optional (NULL: never); cheap; may be
+   * called on the dispatching thread any number of times. */
+  int (*cancelled)(void *cancel_user_data);
   void *cancel_user_data;
-  dexa_cancelled_fn cancelled;  /* optional; NULL means never cancelled */
 } dexa_call;
 
 /* Zeroes call and sets struct_size. size must be at least the 1.0 size

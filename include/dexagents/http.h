@@ -84,8 +84,25 @@ typedef struct dexa_http_agent_routes_options {
   /* Largest request body accepted (413 beyond). Default 2 MiB. */
   int64_t max_body_bytes;
   /* An open event stream sends a comment after this long without an event.
-   * Default 15000. */
+   * Default 15000; must be shorter than idle_timeout_s. */
   int64_t heartbeat_ms;
+  /* ---- added in 1.1 ---- */
+  /* Host header values accepted besides the address the request came in on
+   * ("127.0.0.1:8080", and "localhost:8080" on a loopback address):
+   * comma-separated "name:port" or "name" (any port); "*" accepts any. A
+   * request with another Host gets 421, so a page of a rebound DNS name
+   * cannot reach the routes. Default NULL. */
+  const char *allowed_hosts;
+  /* A connection silent this long is closed (reading the request, between
+   * requests, or a client that stops reading a stream). Default 30. */
+  int64_t idle_timeout_s;
+  /* A request body must arrive within this time after its headers, or the
+   * connection is closed. Default 30000. */
+  int64_t request_timeout_ms;
+  /* Connections of the daemon at once, and from one client address.
+   * Defaults 512 and 64. See dexa_http_agent_routes_daemon_options. */
+  int64_t max_connections;
+  int64_t max_connections_per_client;
 } dexa_http_agent_routes_options;
 
 /* Sets struct_size and every default. Returns DEXA_OK, DEXA_E_INVALID_ARG
@@ -118,10 +135,12 @@ DEXA_EXTERN int dexa_http_agent_routes_match(const dexa_http_agent_routes *route
  * (connection is a struct MHD_Connection *; request_state is the handler's
  * con_cls / req_cls, owned by the routes for this request). Returns DEXA_OK
  * (return MHD_YES) or a negative code (return MHD_NO: the connection is
- * closed): DEXA_E_INVALID_ARG, DEXA_E_NOMEM, DEXA_E_IO. Thread-safe; the
- * event stream blocks its connection's thread while it waits for events,
- * so mount the routes in a daemon started with
- * MHD_USE_THREAD_PER_CONNECTION. */
+ * closed): DEXA_E_INVALID_ARG, DEXA_E_NOMEM, DEXA_E_IO, DEXA_E_TIMEOUT (the
+ * body did not arrive within request_timeout_ms). Thread-safe; the
+ * event streams block their connection's thread while they wait for
+ * events, so mount the routes in a daemon started with
+ * MHD_USE_THREAD_PER_CONNECTION (and the options of
+ * dexa_http_agent_routes_daemon_options). */
 DEXA_EXTERN int dexa_http_agent_routes_handle(dexa_http_agent_routes *routes, void *connection,
                                               const char *url, const char *method,
                                               const char *upload_data, size_t *upload_data_size,
@@ -133,6 +152,34 @@ DEXA_EXTERN int dexa_http_agent_routes_handle(dexa_http_agent_routes *routes, vo
  * is set to NULL. */
 DEXA_EXTERN void dexa_http_agent_routes_completed(dexa_http_agent_routes *routes,
                                                   void **request_state);
+
+/* Entries that dexa_http_agent_routes_daemon_options may write. */
+#define DEXA_HTTP_DAEMON_OPTIONS_MAX 8
+
+/* Writes the libmicrohttpd options that the routes' limits need into items
+ * (an array of struct MHD_OptionItem of max_items entries, at least
+ * DEXA_HTTP_DAEMON_OPTIONS_MAX), ending with MHD_OPTION_END: the idle
+ * timeout, the connection limit and the per-client connection limit. Pass
+ * them to MHD_start_daemon with MHD_OPTION_ARRAY. Returns DEXA_OK or
+ * DEXA_E_INVALID_ARG (NULL argument, max_items too small). */
+DEXA_EXTERN int dexa_http_agent_routes_daemon_options(const dexa_http_agent_routes *routes,
+                                                      void *items, size_t max_items);
+
+/* Returns DEXA_OK when the Host header of the request on connection (a
+ * struct MHD_Connection *) names the address it came in on or one of
+ * allowed_hosts, else DEXA_E_AUTH. The routes check it themselves; a host
+ * checks the other URLs it serves with it. */
+DEXA_EXTERN int dexa_http_agent_routes_check_host(const dexa_http_agent_routes *routes,
+                                                  void *connection);
+
+/* Adds the security headers of the routes' own responses to response (a
+ * struct MHD_Response *): Content-Security-Policy (content_security_policy,
+ * or NULL for "default-src 'none'; frame-ancestors 'none'; base-uri 'none';
+ * form-action 'none'"), X-Content-Type-Options: nosniff, X-Frame-Options:
+ * DENY, Referrer-Policy: no-referrer, Cross-Origin-Resource-Policy:
+ * same-origin. Returns DEXA_OK, DEXA_E_INVALID_ARG (NULL response, a CR or
+ * LF in the policy) or DEXA_E_NOMEM. */
+DEXA_EXTERN int dexa_http_security_headers(void *response, const char *content_security_policy);
 
 /* Ends every open event stream within a fraction of a second and refuses
  * new ones (503). Call it before MHD_stop_daemon so the daemon stops at

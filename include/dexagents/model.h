@@ -95,6 +95,13 @@ DEXA_EXTERN int dexa_model_request_message_at(const dexa_model_request *request,
 DEXA_EXTERN int dexa_model_request_emit_delta(const dexa_model_request *request, int kind,
                                               const char *text, size_t len);
 
+/* 1 when the call's turn was stopped (cancel_turn) while the call runs, so
+ * a long call may end early; else 0, and always 0 when the host gives no
+ * cancellation callback (dexa_call.cancelled). Whatever the client returns
+ * after a stop, the turn ends as a Stop, never as a failure. Cheap: poll it
+ * on the thread running the call. */
+DEXA_EXTERN int dexa_model_request_cancelled(const dexa_model_request *request);
+
 /* Adds one output item exactly as the provider returned it (JSON text,
  * stored and replayed byte for byte). Returns DEXA_E_INVALID_JSON when the
  * text is not one JSON value. */

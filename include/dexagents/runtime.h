@@ -25,8 +25,9 @@ typedef int64_t (*dexa_clock_fn)(void *user_data);
 typedef struct dexa_runtime_options {
   uint32_t struct_size;
   int32_t reserved0;
-  /* "sqlite:PATH", a plain PATH (SQLite), or ":memory:". Default
-   * "dexagents.db". */
+  /* "sqlite:PATH", a plain PATH (SQLite), or ":memory:"; or a PostgreSQL
+   * database: "postgresql://...", "postgres://..." or a libpq key/value
+   * conninfo, which many processes may share. Default "dexagents.db". */
   const char *store;
   /* SQLite synchronous mode: "full" (default, a commit is durable when
    * acknowledged) or "normal" (WAL; the newest commits may be lost on power

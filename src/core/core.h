@@ -12,6 +12,7 @@
 #include "dexagents/agent.h"
 #include "dexagents/errors.h"
 #include "dexagents/flow.h"
+#include "flow/call.h"
 #include "flow/result.h"
 #include "iface/model.h"
 #include "iface/tool_source.h"
@@ -89,6 +90,13 @@ int dexa__turn_is_running(dexa__ctx *c, int64_t turn, dexa__turn *t, int *rc);
 
 /* DEXA_OK when the session exists, else fails the result with NOT_FOUND. */
 int dexa__require_session(dexa__ctx *c);
+
+/* dexa__call_cancelled (flow/call.h): 1 when the host says the running
+ * Step's turn was stopped (dexa_call.cancelled, appended in 1.1). */
+
+/* The bytes of a harness's own state (AgentHarness), 0 without one: they
+ * count as active state against max_state_bytes. */
+int dexa__harness_state_bytes(dexa__ctx *c, int64_t *bytes);
 
 /* AgentTurnControl: a steer or stop waiting for the turn's next safe Step
  * boundary. Returns 1 (action copied, 16 bytes) when turn has one. */

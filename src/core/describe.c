@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "core/flow_table.h"
+#include "core/flow_transitions.h"
 
 static void put_options(dexa__buf *b, const dexa__step_options *o) {
   dexa__buf_printf(b,
@@ -60,10 +61,13 @@ DEXA_EXTERN int dexa_flow_describe(char **out, size_t *out_len, const dexa_agent
                  ",\"attributes\":[\"" ATTR_SESSION "\",\"" ATTR_TRANSCRIPT "\",\"" ATTR_TURN
                  "\",\"" ATTR_QUEUE_STATE "\",\"" ATTR_MESSAGES "\",\"" ATTR_MESSAGE_CHUNKS
                  "\",\"" ATTR_QUEUED_MESSAGES "\",\"" ATTR_PLAN "\",\"" ATTR_TURN_CONTROL
-                 "\",\"" ATTR_PENDING_CALLS "\",\"" ATTR_CONTEXT_SUMMARY "\"]"
+                 "\",\"" ATTR_PENDING_CALLS "\",\"" ATTR_CONTEXT_SUMMARY "\",\"" ATTR_HARNESS
+                 "\",\"" ATTR_HARNESS_STATE "\",\"" ATTR_HARNESS_ENTRIES "\"]"
                  ",\"channels\":[\"" CHAN_USER_MESSAGE_SIGNALS "\",\"" CHAN_TOOL_RESULTS
                  "\",\"" CHAN_TOOL_DECISIONS "\"]"
-                 ",\"streams\":[\"" STREAM_EVENTS "\"]}");
+                 ",\"streams\":[\"" STREAM_EVENTS "\"],\"transitions\":");
+  dexa__flow_transitions_json(&b);
+  dexa__buf_putc(&b, '}');
   *out = dexa__buf_steal(&b, out_len);
   return *out ? DEXA_OK : DEXA_E_NOMEM;
 }

@@ -14,7 +14,8 @@ DEXA_EXTERN int dexa_call_init(dexa_call *call, size_t struct_size) {
   if (struct_size < CALL_V1_SIZE || struct_size > DEXA__STRUCT_SIZE_MAX) return DEXA_E_STRUCT_SIZE;
   memset(call, 0, struct_size);
   /* The caller's size: an older caller's structure ends before the members
-   * it does not know, which then read as zero. */
+   * it does not know, which then read as zero; a newer caller's members
+   * this library does not know are refused by dexa_dispatch once set. */
   call->struct_size = (uint32_t)struct_size;
   call->attempt = 1;
   return DEXA_OK;

@@ -9,22 +9,28 @@ typedef struct splice {
   int rc;
 } splice;
 
+int dexa__model_request_splice(dexa_model_request *req, const char *json, size_t len) {
+  dexa__buf *b = &req->json;
+  if (req->message_count) dexa__buf_putc(b, ',');
+  size_t off = b->len;
+  dexa__buf_append(b, json, len);
+  if (b->oom || dexa__model_request_add_message(req, off) != DEXA_OK) return DEXA_E_NOMEM;
+  return DEXA_OK;
+}
+
 static int splice_message(void *ctx, const char *key, size_t key_len, const char *value,
                           size_t value_len) {
   splice *s = ctx;
-  dexa__buf *b = &s->req->json;
-  if (s->req->message_count) dexa__buf_putc(b, ',');
-  size_t off = b->len;
-  dexa__buf_append(b, value, value_len);
-  if (b->oom || dexa__model_request_add_message(s->req, off) != DEXA_OK) {
-    s->rc = DEXA_E_NOMEM;
-    return DEXA_E_NOMEM;
-  }
-  return 0;
+  s->rc = dexa__model_request_splice(s->req, value, value_len);
+  return s->rc;
 }
 
-static void put_tools(dexa__buf *b, const dexa_tool_list *tools) {
-  dexa__buf_puts(b, "],\"tools\":[");
+int dexa__model_request_tail(dexa_model_request *req, const dexa_tool_list *tools,
+                             const char *members, int with_approval) {
+  dexa__buf *b = &req->json;
+  dexa__buf_putc(b, ']');
+  if (members) dexa__buf_puts(b, members);
+  dexa__buf_puts(b, ",\"tools\":[");
   for (size_t i = 0; i < tools->count; i++) {
     const dexa__tool_def *d = &tools->defs[i];
     if (i) dexa__buf_putc(b, ',');
@@ -36,9 +42,13 @@ static void put_tools(dexa__buf *b, const dexa_tool_list *tools) {
     dexa__buf_puts(b, d->parameters);
     dexa__buf_puts(b, ",\"effect\":");
     dexa__buf_json_cstr(b, dexa__tool_effect_name(d->effect));
+    if (with_approval)
+      dexa__buf_puts(b, d->approval == DEXA_APPROVAL_REQUIRED ? ",\"approval\":true"
+                                                              : ",\"approval\":false");
     dexa__buf_putc(b, '}');
   }
   dexa__buf_puts(b, "]}");
+  return b->oom ? DEXA_E_NOMEM : DEXA_OK;
 }
 
 /* Appends ,"name":<attribute JSON or null>. */
@@ -52,8 +62,8 @@ static int put_attr(dexa__ctx *c, dexa__buf *b, const char *name, const char *ke
   return rc == DEXA_E_NOT_FOUND ? DEXA_OK : rc;
 }
 
-int dexa__model_request_build(dexa__ctx *c, const dexa_model *model, const dexa__turn *turn,
-                              int64_t round, const dexa_tool_list *tools, dexa_model_request *req) {
+int dexa__model_request_head(dexa__ctx *c, const dexa_model *model, const dexa__turn *turn,
+                             int64_t round, dexa_model_request *req) {
   dexa__buf *b = &req->json;
   dexa__buf_reserve(b, 4096);
   dexa__buf_puts(b, "{\"model\":");
@@ -70,10 +80,16 @@ int dexa__model_request_build(dexa__ctx *c, const dexa_model *model, const dexa_
   if (rc == DEXA_OK) rc = put_attr(c, b, "summary", ATTR_CONTEXT_SUMMARY);
   if (rc != DEXA_OK) return rc;
   dexa__buf_puts(b, ",\"messages\":[");
+  return b->oom ? DEXA_E_NOMEM : DEXA_OK;
+}
+
+int dexa__model_request_build(dexa__ctx *c, const dexa_model *model, const dexa__turn *turn,
+                              int64_t round, const dexa_tool_list *tools, dexa_model_request *req) {
+  int rc = dexa__model_request_head(c, model, turn, round, req);
+  if (rc != DEXA_OK) return rc;
   splice s = {req, DEXA_OK};
   rc = dexa__attr_scan(c, ATTR_MESSAGES, splice_message, &s);
   if (s.rc != DEXA_OK) return s.rc;
   if (rc != DEXA_OK) return rc;
-  put_tools(b, tools);
-  return b->oom ? DEXA_E_NOMEM : DEXA_OK;
+  return dexa__model_request_tail(req, tools, NULL, 0);
 }

@@ -32,6 +32,9 @@
 #define ATTR_TURN_CONTROL "AgentTurnControl"
 #define ATTR_PENDING_CALLS "PendingToolCalls/" /* + call id */
 #define ATTR_CONTEXT_SUMMARY "AgentContextSummary"
+#define ATTR_HARNESS "AgentHarness"            /* a harness's segments: see harness_state.c */
+#define ATTR_HARNESS_STATE "AgentHarnessState" /* the framework's own state */
+#define ATTR_HARNESS_ENTRIES "AgentHarnessStateEntries/" /* + 20-digit n: appended state */
 
 /* Channels */
 #define CHAN_USER_MESSAGE_SIGNALS "UserMessageSignals"

@@ -63,9 +63,11 @@ int dexa__queue_key(const char *id, char *key) {
 
 static int check_state_limit(dexa__ctx *c, const dexa__queue_state *q, size_t entry_len) {
   dexa__transcript t;
+  int64_t harness = 0;
   int rc = dexa__transcript_load(c, &t);
+  if (rc == DEXA_OK) rc = dexa__harness_state_bytes(c, &harness);
   if (rc != DEXA_OK) return rc;
-  int64_t total = t.bytes + q->bytes + (int64_t)entry_len;
+  int64_t total = t.bytes + harness + q->bytes + (int64_t)entry_len;
   if (total > c->agent->def.max_state_bytes)
     return dexa__result_failf(c->result, DEXA_E_STATE_LIMIT,
                               "the session's active state would reach %lld bytes; the limit is %lld",

@@ -5,23 +5,16 @@
  * last attempt, or at once for a permanent failure, RecordTurnFailure runs.
  * Its start and its end are safe boundaries for a steer or stop
  * (ApplyTurnControl); when the input nears the context window,
- * CompactContext runs first. */
+ * CompactContext runs first. A harness (dexagents-harness(7)) runs one
+ * segment of its framework instead of the model call (harness_segment.c). */
 #include <stdio.h>
 #include <string.h>
 
+#include "core/harness.h"
 #include "core/model_request.h"
 #include "util/json_span.h"
 
-typedef struct run {
-  dexa__ctx *c;
-  const dexa_model *model;
-  int64_t turn;
-  int64_t round;
-  dexa__turn state;
-  dexa_tool_list tools;
-  dexa_model_request req;
-  dexa_model_reply reply;
-} run;
+typedef dexa__run run;
 
 static int decide_turn_step(run *r, const char *step) {
   char input[80];
@@ -53,9 +46,24 @@ static int fail_turn(run *r, int code, const char *message) {
   return rc;
 }
 
+/* The host says the turn was stopped, or a stop waits for a boundary: a
+ * call that ends then ends the turn as a Stop does, whatever it returned. */
+static int stopped(run *r) {
+  char action[16];
+  int rc;
+  if (dexa__call_cancelled(r->c->call)) return 1;
+  return dexa__control_pending(r->c, r->turn, action, &rc) && strcmp(action, "cancel") == 0;
+}
+
+static int call_cancelled(void *ctx) {
+  run *r = ctx;
+  return dexa__call_cancelled(r->c->call);
+}
+
 /* A failed model call: transient ones go back to the host for a retry,
  * anything else fails the turn now (retrying cannot help). */
 static int model_failed(run *r, int code) {
+  if (stopped(r)) return decide_turn_step(r, STEP_APPLY_TURN_CONTROL);
   const char *msg = r->reply.error ? r->reply.error : dexa_strerror(code);
   int cls = dexa_error_class(code);
   if (cls == DEXA_CLASS_TRANSIENT || cls == DEXA_CLASS_FATAL) {
@@ -146,14 +154,21 @@ static int record_reply(run *r) {
   char action[16];
   int rc = dexa__transcript_load(r->c, &t);
   if (rc == DEXA_OK) rc = store_items(r, &t);
+  if (rc == DEXA_OK && r->segment) rc = dexa__segment_record(r, &t);
   if (rc != DEXA_OK) return rc;
-  int control = dexa__control_pending(r->c, r->turn, action, &rc);
+  if (r->segment && r->segment->over_limit) {
+    rc = dexa__transcript_store(r->c, &t);
+    return rc == DEXA_OK ? fail_turn(r, DEXA_E_STATE_LIMIT, r->segment->why) : rc;
+  }
+  int control =
+      dexa__control_pending(r->c, r->turn, action, &rc) || dexa__call_cancelled(r->c->call);
   if (rc != DEXA_OK) return rc;
   cJSON *calls = r->reply.tool_call_count ? reply_calls(&r->reply) : NULL;
   if (r->reply.tool_call_count && !calls) return DEXA_E_NOMEM;
+  if (calls && r->segment) rc = dexa__segment_policies(r, calls);
   dexa__decision d;
   dexa__decision_init(&d);
-  if (calls)
+  if (calls && rc == DEXA_OK)
     rc = dexa__route_tool_calls(r->c, &r->tools, calls, &r->state, r->round, &t, &d, control);
   cJSON_Delete(calls);
   if (rc == DEXA_OK) rc = dexa__transcript_store(r->c, &t);
@@ -206,6 +221,7 @@ static int needs_compaction(run *r) {
   const dexa_agent_def *def = &r->c->agent->def;
   if (def->context_window_tokens <= 0 || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r->c->input, "compacted")))
     return 0;
+  if (r->segment && !dexa__segment_compacts(r)) return 0;
   return estimate_tokens(&r->req) * 100 >= def->context_window_tokens * def->compaction_threshold_pct;
 }
 
@@ -213,8 +229,12 @@ static int call_model(run *r) {
   int planning = strcmp(r->state.mode, "planning") == 0;
   int rc = dexa__tool_catalog(r->c, &r->tools, planning);
   if (rc == DEXA_OK)
-    rc = dexa__model_request_build(r->c, r->model, &r->state, r->round, &r->tools, &r->req);
+    rc = r->segment ? dexa__segment_request(r)
+                    : dexa__model_request_build(r->c, r->model, &r->state, r->round, &r->tools,
+                                                &r->req);
   if (rc != DEXA_OK) return rc;
+  if (r->segment && r->segment->over_limit)
+    return fail_turn(r, DEXA_E_STATE_LIMIT, r->segment->why);
   if (needs_compaction(r)) {
     char input[96];
     snprintf(input, sizeof input, "{\"turn\":%lld,\"round\":%lld,\"compacted\":true}",
@@ -223,7 +243,10 @@ static int call_model(run *r) {
   }
   r->req.emit = emit_delta;
   r->req.emit_ctx = r;
-  rc = r->model->vt.generate(r->model->user_data, &r->req, &r->reply);
+  r->req.cancelled = call_cancelled;
+  r->req.cancel_ctx = r;
+  rc = r->segment ? dexa__segment_run(r)
+                  : r->model->vt.generate(r->model->user_data, &r->req, &r->reply);
   if (rc == DEXA_OK && r->reply.oom) rc = DEXA_E_NOMEM;
   if (rc == DEXA_OK && r->reply.item_count == 0) {
     dexa_model_reply_set_error(&r->reply, "the model returned no output", 0);
@@ -251,7 +274,14 @@ int dexa__step_run_model(dexa__ctx *c) {
   dexa__tool_list_init(&r.tools);
   dexa__model_request_init(&r.req);
   dexa__model_reply_init(&r.reply);
+  dexa__segment seg;
+  if (r.model->harness) {
+    dexa__segment_init(&seg, r.model->harness);
+    r.segment = &seg;
+  }
   rc = call_model(&r);
+  r.reply.harness = NULL; /* the segment's part is freed with it */
+  if (r.segment) dexa__segment_free(r.segment);
   dexa__model_reply_free(&r.reply);
   dexa__model_request_free(&r.req);
   dexa__tool_list_free(&r.tools);

@@ -181,6 +181,22 @@ static int seen_before(const cJSON *calls, const cJSON *upto, const char *call_i
   return 0;
 }
 
+/* A harness's per-call effect and approval from its framework's tool
+ * metadata (dexa_model_reply_set_tool_policy, added to the call as
+ * "effect" and "approval"): they win over the tool's own for this call. */
+static const dexa__tool_def *call_policy(const cJSON *call, const dexa__tool_def *def,
+                                         dexa__tool_def *own) {
+  const char *effect = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call, "effect"));
+  const char *approval = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(call, "approval"));
+  if (!effect && !approval) return def;
+  *own = *def;
+  int e = effect ? dexa__tool_effect_parse(effect, strlen(effect)) : 0;
+  if (e) own->effect = e;
+  if (approval)
+    own->approval = strcmp(approval, "required") == 0 ? DEXA_APPROVAL_REQUIRED : DEXA_APPROVAL_NONE;
+  return own;
+}
+
 static int route_call(route *r, const cJSON *call, call_view *v) {
   if (seen_before(r->calls, call, v->id))
     return immediate(r, v, "error", "the model repeated a call id in one reply");
@@ -192,9 +208,13 @@ static int route_call(route *r, const cJSON *call, call_view *v) {
              strcmp(r->turn->mode, "planning") == 0 ? " (a planning turn may call write_todos only)" : "");
     return immediate(r, v, "error", why);
   }
-  int rc = event_for(r, "tool_call_proposed", v, NULL);
+  /* The effect tells readers (the session graph) which Step runs the call. */
+  char effect[48];
+  snprintf(effect, sizeof effect, ",\"effect\":\"%s\"", dexa__tool_effect_name(def->effect));
+  int rc = event_for(r, "tool_call_proposed", v, effect);
   if (rc != DEXA_OK) return rc;
-  if (def->source != DEXA__BUILTIN_SOURCE) return route_tool(r, def, v);
+  dexa__tool_def own;
+  if (def->source != DEXA__BUILTIN_SOURCE) return route_tool(r, call_policy(call, def, &own), v);
   if (!strcmp(def->name, TOOL_ASK_USER)) return route_question(r, def, v);
   if (!strcmp(def->name, TOOL_DURABLE_WAIT)) return route_timer(r, def, v);
   return route_todos(r, v);

@@ -9,7 +9,7 @@
 #include "dexagents/flow.h"
 
 /* The size of the 1.0 structure: everything up to event_sink. */
-#define DEXA__CALL_V1_SIZE offsetof(dexa_call, cancel_user_data)
+#define DEXA__CALL_V1_SIZE offsetof(dexa_call, cancelled)
 
 /* 1 when the caller's structure holds member (it was compiled with it). */
 #define DEXA__CALL_HAS(call, member)                                                    \

@@ -3,8 +3,11 @@
  * token.c          session tokens (public)
  * sse.c            SSE frames (public) and the appenders below
  * routes.c         the routes object, request bodies, dispatch, responses
+ * request_check.c  Host header, media type and body bytes, before any route
  * routes_rpc.c     the JSON routes: settings, start session, session RPCs
- * routes_stream.c  the event stream route (Server-Sent Events) */
+ * routes_stream.c  the event pump and the event stream route (Server-Sent Events)
+ * routes_chat.c    the AI SDK UI message stream route (POST sessions/ID/chat)
+ * routes_graph.c   the session graph route */
 #ifndef DEXA_HTTP_INTERNAL_H
 #define DEXA_HTTP_INTERNAL_H
 
@@ -36,6 +39,11 @@ struct dexa_http_agent_routes {
   char *id_prefix;
   int64_t max_body;
   int64_t heartbeat_ms;
+  char *allowed_hosts; /* NULL: only the local address */
+  int64_t idle_timeout_s;
+  int64_t request_timeout_ms;
+  int64_t max_connections;
+  int64_t max_connections_per_client;
   pthread_mutex_t rng_mu; /* guards drbg */
   mbedtls_entropy_context entropy;
   mbedtls_ctr_drbg_context drbg;
@@ -46,6 +54,7 @@ struct dexa_http_agent_routes {
 typedef struct dexa__http_request {
   dexa__buf body;
   int too_large;
+  int64_t start_ms; /* monotonic, when the headers were complete */
 } dexa__http_request;
 
 /* A response under construction: status and JSON body (malloc'd). */
@@ -65,8 +74,31 @@ void dexa__http_from_runtime(dexa__http_reply *reply, int rc, char *doc, size_t 
 /* The HTTP status of a DEXA_E_* code. */
 unsigned dexa__http_status_of(int rc);
 
+/* Why a request body is refused before it is parsed (not one JSON value,
+ * invalid UTF-8, a NUL byte or a \u0000 escape), or NULL when it is fine. */
+const char *dexa__http_body_problem(const char *s, size_t n);
+/* 1 when a Content-Type header value is application/json (UTF-8). */
+int dexa__http_is_json_type(const char *content_type);
+/* 1 when the Host header names the local address or an allowed host. */
+struct MHD_Connection;
+int dexa__http_host_ok(const dexa_http_agent_routes *r, struct MHD_Connection *c);
+/* Monotonic milliseconds. */
+int64_t dexa__http_mono_ms(void);
+
 /* Draws n random bytes. Returns DEXA_OK or DEXA_E_IO. */
 int dexa__http_random(dexa_http_agent_routes *routes, unsigned char *out, size_t n);
+
+/* A field of a JSON request body. */
+typedef enum field_type { F_STR, F_BOOL, F_INT, F_ARRAY } field_type;
+typedef struct field {
+  const char *name;
+  field_type type;
+  int required;
+} field;
+/* Parses body (NULL: {}) as an object of the given fields only, each once
+ * and of its type. Returns the object, or NULL with reply set to 400. */
+cJSON *dexa__http_parse_body(const dexa__buf *body, const field *fields, size_t n,
+                             dexa__http_reply *reply);
 
 /* Routes (routes_rpc.c). body is NULL for a request without one. */
 void dexa__http_settings(dexa_http_agent_routes *routes, dexa__http_reply *reply);
@@ -78,8 +110,37 @@ void dexa__http_session_route(dexa_http_agent_routes *routes, void *connection,
                               const char *method, const char *session_id, const char *rest,
                               const dexa__buf *body, dexa__http_reply *reply);
 
+/* ---- the event pump (routes_stream.c) ----
+ * A pump streams a session's events as frames that a map function makes
+ * from each event. */
+typedef struct dexa__pump dexa__pump;
+/* Appends the frames of one read_events item ({"token","event","live"?})
+ * to out. Returns DEXA_OK, 1 to end the stream after this item, or a
+ * negative code (the stream ends). */
+typedef int (*dexa__pump_map)(void *ctx, dexa__pump *pump, const cJSON *item, dexa__buf *out);
+/* Reads the first batch after resume (404 / 400 into reply when the session
+ * or the token is bad), then sets reply->stream to a streaming response
+ * that starts with prologue (NULL: none). Takes map_ctx (map_free'd with
+ * the stream, also on error). Returns DEXA_OK or the error set in reply. */
+int dexa__pump_open(dexa_http_agent_routes *r, struct MHD_Connection *c, const char *session_id,
+                    const char *resume, const char *prologue, dexa__pump_map map, void *map_ctx,
+                    void (*map_free)(void *), dexa__http_reply *reply);
+/* Ends the stream once what is framed has been sent. */
+void dexa__pump_end(dexa__pump *pump);
+const char *dexa__pump_session(const dexa__pump *pump);
+dexa_http_agent_routes *dexa__pump_routes(const dexa__pump *pump);
+
+/* The session graph (routes_graph.c): GET sessions/ID/graph. */
+void dexa__http_session_graph(dexa_http_agent_routes *routes, void *connection,
+                              const char *session_id, dexa__http_reply *reply);
+
 /* The event stream (routes_stream.c): sets reply->stream or an error. */
 void dexa__http_event_stream(dexa_http_agent_routes *routes, void *connection,
                              const char *session_id, dexa__http_reply *reply);
+
+/* POST sessions/ID/chat (routes_chat.c): sends the last user message of an
+ * AI SDK chat request and answers with that turn as a UI message stream. */
+void dexa__http_chat(dexa_http_agent_routes *routes, void *connection, const char *session_id,
+                     const dexa__buf *body, dexa__http_reply *reply);
 
 #endif

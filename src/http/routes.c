@@ -1,22 +1,35 @@
 /* The agent routes object: options, the key, request bodies, dispatch by
- * path, and turning a reply into a libmicrohttpd response. The routes
- * themselves are in routes_rpc.c and routes_stream.c. */
+ * path, the checks every request passes first, and turning a reply into a
+ * libmicrohttpd response. The routes themselves are in routes_rpc.c,
+ * routes_stream.c and routes_chat.c. */
 #include <microhttpd.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dexagents/errors.h"
 #include "http/http_internal.h"
 
 #define OPTIONS_V1_SIZE (offsetof(dexa_http_agent_routes_options, heartbeat_ms) + sizeof(int64_t))
+/* The struct as of 1.1 (allowed_hosts ... max_connections_per_client). */
+#define OPTIONS_V11_SIZE \
+  (offsetof(dexa_http_agent_routes_options, max_connections_per_client) + sizeof(int64_t))
+#define HAS_V11(o) ((o)->struct_size >= OPTIONS_V11_SIZE)
 #define DEFAULT_PREFIX "/products/ai-agent"
 #define DEFAULT_MAX_BODY (2 * 1024 * 1024)
 #define DEFAULT_HEARTBEAT_MS 15000
 #define RANDOM_KEY_BYTES 32
 #define TOKEN_HEADER "X-Agent-Session-Token"
 #define MAX_SESSION_ID 128
+#define DEFAULT_IDLE_TIMEOUT_S 30
+#define DEFAULT_REQUEST_TIMEOUT_MS 30000
+#define DEFAULT_MAX_CONNECTIONS 512
+#define DEFAULT_MAX_PER_CLIENT 64
+/* The policy of every response the routes make: they serve data, never a
+ * page, so nothing may load, run or frame. */
+#define ROUTES_CSP "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 DEXA_EXTERN int dexa_http_agent_routes_options_init(dexa_http_agent_routes_options *o,
                                                     size_t struct_size) {
@@ -29,6 +42,12 @@ DEXA_EXTERN int dexa_http_agent_routes_options_init(dexa_http_agent_routes_optio
   o->session_id_prefix = "ai-agent-";
   o->max_body_bytes = DEFAULT_MAX_BODY;
   o->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
+  if (HAS_V11(o)) {
+    o->idle_timeout_s = DEFAULT_IDLE_TIMEOUT_S;
+    o->request_timeout_ms = DEFAULT_REQUEST_TIMEOUT_MS;
+    o->max_connections = DEFAULT_MAX_CONNECTIONS;
+    o->max_connections_per_client = DEFAULT_MAX_PER_CLIENT;
+  }
   return DEXA_OK;
 }
 
@@ -99,6 +118,16 @@ static int check_options(const dexa_http_agent_routes_options *o, char *errmsg, 
   if (!why && (o->max_body_bytes < 0 || o->heartbeat_ms < 0)) why = "negative limit";
   if (!why && o->session_id_prefix && strlen(o->session_id_prefix) > 64)
     why = "session_id_prefix is longer than 64 bytes";
+  if (!why && HAS_V11(o) &&
+      (o->idle_timeout_s < 0 || o->request_timeout_ms < 0 || o->max_connections < 0 ||
+       o->max_connections_per_client < 0 || o->idle_timeout_s > 86400 ||
+       o->max_connections > 65536 || o->max_connections_per_client > 65536))
+    why = "a connection limit is negative or too large";
+  if (!why) {
+    int64_t idle = HAS_V11(o) && o->idle_timeout_s ? o->idle_timeout_s : DEFAULT_IDLE_TIMEOUT_S;
+    int64_t beat = o->heartbeat_ms ? o->heartbeat_ms : DEFAULT_HEARTBEAT_MS;
+    if (beat >= idle * 1000) why = "heartbeat_ms must be shorter than idle_timeout_s";
+  }
   if (!why) return DEXA_OK;
   set_err(errmsg, size, why);
   return DEXA_E_INVALID_ARG;
@@ -115,6 +144,16 @@ static int copy_options(dexa_http_agent_routes *r, const dexa_http_agent_routes_
     if (!(r->models[i] = dup_str(o->models[i]))) return DEXA_E_NOMEM;
   r->max_body = o->max_body_bytes ? o->max_body_bytes : DEFAULT_MAX_BODY;
   r->heartbeat_ms = o->heartbeat_ms ? o->heartbeat_ms : DEFAULT_HEARTBEAT_MS;
+  int v11 = HAS_V11(o);
+  r->idle_timeout_s = v11 && o->idle_timeout_s ? o->idle_timeout_s : DEFAULT_IDLE_TIMEOUT_S;
+  r->request_timeout_ms =
+      v11 && o->request_timeout_ms ? o->request_timeout_ms : DEFAULT_REQUEST_TIMEOUT_MS;
+  r->max_connections = v11 && o->max_connections ? o->max_connections : DEFAULT_MAX_CONNECTIONS;
+  r->max_connections_per_client = v11 && o->max_connections_per_client
+                                      ? o->max_connections_per_client
+                                      : DEFAULT_MAX_PER_CLIENT;
+  if (v11 && o->allowed_hosts && !(r->allowed_hosts = dup_str(o->allowed_hosts)))
+    return DEXA_E_NOMEM;
   return DEXA_OK;
 }
 
@@ -170,6 +209,7 @@ DEXA_EXTERN void dexa_http_agent_routes_free(dexa_http_agent_routes *r) {
   if (!r) return;
   free(r->prefix);
   free(r->id_prefix);
+  free(r->allowed_hosts);
   if (r->key) memset(r->key, 0, r->key_len);
   free(r->key);
   for (size_t i = 0; r->models && i < r->model_count; i++) free(r->models[i]);
@@ -183,6 +223,45 @@ DEXA_EXTERN void dexa_http_agent_routes_free(dexa_http_agent_routes *r) {
 
 DEXA_EXTERN void dexa_http_agent_routes_shutdown(dexa_http_agent_routes *r) {
   if (r) atomic_store(&r->closing, 1);
+}
+
+DEXA_EXTERN int dexa_http_agent_routes_daemon_options(const dexa_http_agent_routes *r, void *items,
+                                                      size_t max_items) {
+  if (!r || !items || max_items < DEXA_HTTP_DAEMON_OPTIONS_MAX) return DEXA_E_INVALID_ARG;
+  struct MHD_OptionItem *o = items;
+  o[0] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)r->idle_timeout_s, NULL};
+  o[1] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)r->max_connections, NULL};
+  o[2] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                 (intptr_t)r->max_connections_per_client, NULL};
+  o[3] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  return DEXA_OK;
+}
+
+DEXA_EXTERN int dexa_http_agent_routes_check_host(const dexa_http_agent_routes *r,
+                                                  void *connection) {
+  if (!r || !connection) return DEXA_E_INVALID_ARG;
+  return dexa__http_host_ok(r, connection) ? DEXA_OK : DEXA_E_AUTH;
+}
+
+DEXA_EXTERN int dexa_http_security_headers(void *response, const char *csp) {
+  if (!response || (csp && strpbrk(csp, "\r\n"))) return DEXA_E_INVALID_ARG;
+  struct MHD_Response *r = response;
+  static const char *const fixed[][2] = {
+      {"X-Content-Type-Options", "nosniff"},
+      {"X-Frame-Options", "DENY"},
+      {"Referrer-Policy", "no-referrer"},
+      {"Cross-Origin-Resource-Policy", "same-origin"},
+  };
+  int ok = MHD_add_response_header(r, "Content-Security-Policy", csp ? csp : ROUTES_CSP) == MHD_YES;
+  for (size_t i = 0; ok && i < sizeof fixed / sizeof fixed[0]; i++)
+    ok = MHD_add_response_header(r, fixed[i][0], fixed[i][1]) == MHD_YES;
+  return ok ? DEXA_OK : DEXA_E_NOMEM;
+}
+
+int64_t dexa__http_mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int dexa__http_random(dexa_http_agent_routes *r, unsigned char *out, size_t n) {
@@ -278,7 +357,7 @@ static int queue_reply(struct MHD_Connection *c, dexa__http_reply *reply) {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (reply->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, reply->allow);
   }
-  MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+  dexa_http_security_headers(resp, NULL);
   enum MHD_Result ok = MHD_queue_response(c, reply->status, resp);
   MHD_destroy_response(resp);
   return ok == MHD_YES ? DEXA_OK : DEXA_E_IO;
@@ -327,18 +406,50 @@ static void session_route(dexa_http_agent_routes *r, struct MHD_Connection *c, c
     return;
   }
   const char *rest = slash ? slash : "";
-  if (strcmp(rest, "/events") == 0) {
-    if (is_method(method, "GET")) dexa__http_event_stream(r, c, id, reply);
-    else method_not_allowed(reply, "GET");
+  if (strcmp(rest, "/events") == 0 || strcmp(rest, "/graph") == 0) {
+    if (!is_method(method, "GET")) method_not_allowed(reply, "GET");
+    else if (strcmp(rest, "/events") == 0) dexa__http_event_stream(r, c, id, reply);
+    else dexa__http_session_graph(r, c, id, reply);
+    return;
+  }
+  if (strcmp(rest, "/chat") == 0) {
+    if (is_method(method, "POST"))
+      dexa__http_chat(r, c, id, req->body.len ? &req->body : NULL, reply);
+    else method_not_allowed(reply, "POST");
     return;
   }
   dexa__http_session_route(r, c, method, id, rest, req->body.len ? &req->body : NULL, reply);
+}
+
+/* What every request must pass before a route runs: the Host header, and
+ * for a POST the media type and the bytes of its body. 0 when it passes. */
+static int refused(dexa_http_agent_routes *r, struct MHD_Connection *c, const char *method,
+                   const dexa__http_request *req, dexa__http_reply *reply) {
+  if (!dexa__http_host_ok(r, c)) {
+    dexa__http_error(reply, 421, DEXA_E_AUTH,
+                     "the Host header does not name this server (allowed_hosts)");
+    return 1;
+  }
+  if (!is_method(method, "POST")) return 0;
+  /* A form or a text/plain post of another site cannot reach a route. */
+  const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+  if (!dexa__http_is_json_type(type)) {
+    dexa__http_error(reply, 415, DEXA_E_INVALID_ARG, "the request body must be application/json");
+    return 1;
+  }
+  const char *why = req->body.len ? dexa__http_body_problem(req->body.data, req->body.len) : NULL;
+  if (why) {
+    dexa__http_error(reply, 400, DEXA_E_INVALID_JSON, why);
+    return 1;
+  }
+  return 0;
 }
 
 static void dispatch(dexa_http_agent_routes *r, struct MHD_Connection *c, const char *url,
                      const char *method, const dexa__http_request *req, dexa__http_reply *reply) {
   const char *p = route_path(r, url);
   const dexa__buf *body = req->body.len ? &req->body : NULL;
+  if (refused(r, c, method, req, reply)) return;
   if (!p) {
     dexa__http_error(reply, 404, DEXA_E_NOT_FOUND, "no such route");
   } else if (strcmp(p, "/settings") == 0) {
@@ -364,11 +475,14 @@ DEXA_EXTERN int dexa_http_agent_routes_handle(dexa_http_agent_routes *r, void *c
     req = calloc(1, sizeof *req);
     if (!req) return DEXA_E_NOMEM;
     dexa__buf_init(&req->body);
+    req->start_ms = dexa__http_mono_ms();
     *request_state = req;
     return DEXA_OK;
   }
   if (*upload_data_size) { /* a piece of the body */
     size_t n = *upload_data_size;
+    /* A body that trickles in is cut off (a silent one by the idle timeout). */
+    if (dexa__http_mono_ms() - req->start_ms > r->request_timeout_ms) return DEXA_E_TIMEOUT;
     if (req->too_large || (int64_t)(req->body.len + n) > r->max_body) {
       req->too_large = 1;
       dexa__buf_free(&req->body);

@@ -9,17 +9,8 @@
 #include <string.h>
 
 #include "dexagents/errors.h"
-#include "util/json_input.h"
 #include "util/json_num.h"
 #include "http/http_internal.h"
-
-typedef enum field_type { F_STR, F_BOOL, F_INT } field_type;
-
-typedef struct field {
-  const char *name;
-  field_type type;
-  int required;
-} field;
 
 typedef struct session_rpc {
   const char *method;
@@ -66,20 +57,21 @@ static const field *find_field(const field *fields, size_t n, const char *name) 
 static int type_ok(const cJSON *v, field_type t) {
   if (t == F_STR) return cJSON_IsString(v);
   if (t == F_BOOL) return cJSON_IsBool(v);
+  if (t == F_ARRAY) return cJSON_IsArray(v);
   int64_t n;
   return dexa__json_exact_int(v, &n);
 }
 
-/* Parses body (NULL: {}) as an object of the given fields only. Returns
- * the object, or NULL with reply set to 400. */
-static cJSON *parse_body(const dexa__buf *body, const field *fields, size_t n,
-                         dexa__http_reply *reply) {
-  /* Strict first: cJSON would accept trailing bytes, raw control
-   * characters and bad UTF-8, and drop what follows an escaped U+0000. */
-  int strict = body ? dexa__json_input_check(body->data, body->len) : DEXA_OK;
-  cJSON *doc = strict != DEXA_OK ? NULL
-               : body            ? cJSON_ParseWithLength(body->data, body->len)
-                                 : cJSON_CreateObject();
+/* 1 when a member before item has the same name. */
+static int repeated(const cJSON *doc, const cJSON *item) {
+  for (const cJSON *p = doc->child; p && p != item; p = p->next)
+    if (strcmp(p->string, item->string) == 0) return 1;
+  return 0;
+}
+
+cJSON *dexa__http_parse_body(const dexa__buf *body, const field *fields, size_t n,
+                             dexa__http_reply *reply) {
+  cJSON *doc = body ? cJSON_ParseWithLength(body->data, body->len) : cJSON_CreateObject();
   if (!cJSON_IsObject(doc)) {
     cJSON_Delete(doc);
     dexa__http_error(reply, 400, DEXA_E_INVALID_JSON, "the request body must be a JSON object");
@@ -88,12 +80,16 @@ static cJSON *parse_body(const dexa__buf *body, const field *fields, size_t n,
   const cJSON *item;
   cJSON_ArrayForEach(item, doc) {
     const field *f = find_field(fields, n, item->string);
-    if (!f) {
+    if (f && repeated(doc, item)) {
+      /* Two values for one field: which one counts would be a guess. */
+      bad_request(reply, DEXA_E_INVALID_JSON, "field \"%s\" appears twice", item->string);
+    } else if (!f) {
       bad_request(reply, DEXA_E_UNKNOWN_KEY, "unknown field \"%s\"", item->string);
     } else if (!type_ok(item, f->type)) {
-      const char *fmt = f->type == F_STR    ? "\"%s\" must be a string"
-                        : f->type == F_BOOL ? "\"%s\" must be true or false"
-                                            : "\"%s\" must be an integer";
+      const char *fmt = f->type == F_STR     ? "\"%s\" must be a string"
+                        : f->type == F_BOOL  ? "\"%s\" must be true or false"
+                        : f->type == F_ARRAY ? "\"%s\" must be an array"
+                                             : "\"%s\" must be an integer";
       bad_request(reply, DEXA_E_INVALID_JSON, fmt, f->name);
     } else {
       continue;
@@ -154,7 +150,7 @@ static int new_session_id(dexa_http_agent_routes *r, char *out, size_t size) {
 
 void dexa__http_start_session(dexa_http_agent_routes *r, const dexa__buf *body,
                               dexa__http_reply *reply) {
-  cJSON *in = parse_body(body, F_MODEL, N(F_MODEL), reply);
+  cJSON *in = dexa__http_parse_body(body, F_MODEL, N(F_MODEL), reply);
   if (!in) return;
   const char *model = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "model"));
   if (!model) model = r->models[0];
@@ -219,6 +215,13 @@ static cJSON *older_messages_input(struct MHD_Connection *c, dexa__http_reply *r
   return in;
 }
 
+static int session_exists(dexa_http_agent_routes *r, const char *session_id) {
+  char *out = NULL;
+  int rc = dexa_runtime_read_events(r->rt, session_id, "", 1, 0, &out, NULL);
+  dexa_free(out);
+  return rc != DEXA_E_NOT_FOUND;
+}
+
 void dexa__http_session_route(dexa_http_agent_routes *r, void *connection, const char *method,
                               const char *session_id, const char *rest, const dexa__buf *body,
                               dexa__http_reply *reply) {
@@ -244,7 +247,7 @@ void dexa__http_session_route(dexa_http_agent_routes *r, void *connection, const
     in = strcmp(route->rpc, "list_agent_messages") == 0 ? older_messages_input(connection, reply)
                                                           : cJSON_CreateObject();
   else
-    in = parse_body(body, route->fields, route->field_count, reply);
+    in = dexa__http_parse_body(body, route->fields, route->field_count, reply);
   if (!in) return;
   char *input = cJSON_PrintUnformatted(in);
   cJSON_Delete(in);
@@ -259,6 +262,13 @@ void dexa__http_session_route(dexa_http_agent_routes *r, void *connection, const
   if (rc == DEXA_E_NOT_FOUND && strcmp(route->rpc, "snapshot") == 0) {
     dexa_free(out);
     dexa__http_error(reply, 404, rc, "the AI Agent session is missing or no longer retained");
+    return;
+  }
+  if (rc == DEXA_E_NOT_FOUND && strcmp(route->rpc, "execute_plan") == 0 &&
+      session_exists(r, session_id)) {
+    /* No plan is a state of the session (409), not a missing resource. */
+    dexa_free(out);
+    dexa__http_error(reply, 409, DEXA_E_BAD_STATE, "the session has no plan to execute");
     return;
   }
   dexa__http_from_runtime(reply, rc, out, len);

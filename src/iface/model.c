@@ -43,6 +43,7 @@ dexa_model *dexa__model_ref(dexa_model *m) {
 void dexa__model_unref(dexa_model *m) {
   if (!m || atomic_fetch_sub(&m->refs, 1) != 1) return;
   if (m->vt.destroy) m->vt.destroy(m->user_data);
+  free(m->harness);
   free(m->name);
   free(m);
 }
@@ -106,6 +107,10 @@ DEXA_EXTERN int dexa_model_request_emit_delta(const dexa_model_request *request,
     return DEXA_E_INVALID_ARG;
   if (request->emit && len) request->emit(request->emit_ctx, kind, text, len);
   return DEXA_OK;
+}
+
+DEXA_EXTERN int dexa_model_request_cancelled(const dexa_model_request *request) {
+  return request && request->cancelled && request->cancelled(request->cancel_ctx) ? 1 : 0;
 }
 
 /* ---- reply ---- */

@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 
+#include "dexagents/harness.h"
 #include "dexagents/model.h"
 #include "util/buf.h"
 
@@ -12,6 +13,7 @@ struct dexa_model {
   char *name;
   dexa_model_vtable vt;
   void *user_data;
+  dexa_harness_vtable *harness; /* a harness (iface/harness.h), or NULL */
 };
 
 typedef struct dexa__span {
@@ -26,6 +28,9 @@ struct dexa_model_request {
   size_t message_cap;
   void (*emit)(void *ctx, int kind, const char *text, size_t len);
   void *emit_ctx;
+  int (*cancelled)(void *ctx); /* the host's stop flag, or NULL */
+  void *cancel_ctx;
+  struct dexa__harness_request *harness; /* a harness's segment, or NULL */
 };
 
 /* One output item with what the model client said about it. */
@@ -49,6 +54,7 @@ struct dexa_model_reply {
   char *error;
   int64_t retry_after_ms;
   int oom;
+  struct dexa__harness_reply *harness; /* a harness's segment, or NULL */
 };
 
 dexa_model *dexa__model_ref(dexa_model *m);

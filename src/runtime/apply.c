@@ -35,6 +35,16 @@ static int apply_publishes(dexa__store_conn *c, const char *sid, const dexa_resu
   return DEXA_OK;
 }
 
+/* Appends one event at seq; trims in steps of 64 so retention costs one
+ * delete per 64 appends. */
+static int append_at(dexa_runtime *rt, dexa__store_conn *c, const char *sid, int64_t seq,
+                     const char *json, size_t len) {
+  int rc = c->ops->event_append(c, sid, seq, json, len);
+  if (rc == DEXA_OK && rt->events_retained > 0 && seq > rt->events_retained && seq % 64 == 0)
+    rc = c->ops->event_trim(c, sid, seq - rt->events_retained);
+  return rc;
+}
+
 /* Appends the result's events with consecutive sequence numbers taken in
  * one update of the session row. */
 static int apply_events(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
@@ -48,12 +58,16 @@ static int apply_events(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
     size_t len;
     int64_t seq = last - (int64_t)n + 1 + (int64_t)i;
     rc = dexa_result_event_at(res, i, &json, &len);
-    if (rc == DEXA_OK) rc = c->ops->event_append(c, sid, seq, json, len);
-    /* Trim in steps of 64 so retention costs one delete per 64 appends. */
-    if (rc == DEXA_OK && rt->events_retained > 0 && seq > rt->events_retained && seq % 64 == 0)
-      rc = c->ops->event_trim(c, sid, seq - rt->events_retained);
+    if (rc == DEXA_OK) rc = append_at(rt, c, sid, seq, json, len);
   }
   return rc;
+}
+
+int dexa__event_append(dexa_runtime *rt, dexa__store_conn *c, const char *sid, const char *json,
+                       size_t len) {
+  int64_t seq = 0;
+  int rc = c->ops->session_bump_events(c, sid, 1, &seq);
+  return rc == DEXA_OK ? append_at(rt, c, sid, seq, json, len) : rc;
 }
 
 int dexa__apply_effects(dexa_runtime *rt, dexa__store_conn *c, const char *sid,

@@ -164,6 +164,8 @@ static int rpc_run(dexa_runtime *rt, dexa__store_conn *c, rpc_arg *a, int apply)
 static int rpc_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
   rpc_arg *a = arg;
   dexa__touch_session(rt, a->sid);
+  dexa_result_free(a->res); /* from an earlier run of a batch that ran again */
+  a->res = NULL;
   if (a->interrupts) a->running = dexa__inflight_serial(rt);
   int rc = rpc_run(rt, c, arg, 1);
   if (rc == DEXA_OK) rc = dexa__run_session_locked(rt, c, a->sid, dexa__now(rt));

@@ -155,7 +155,7 @@ static int start_pos(dexa_runtime *rt, dexa__store_conn *c, const char *sid, con
   dexa__session_row s;
   int rc = c->ops->session_get(c, sid, &s);
   if (rc != DEXA_OK) return rc;
-  int64_t before_head = 0;
+  int64_t before_head = 0, newest = s.event_seq;
   if (rt->events_retained > 0 && s.event_seq > rt->events_retained)
     before_head = s.event_seq - rt->events_retained;
   dexa__session_row_free(&s);
@@ -163,6 +163,9 @@ static int start_pos(dexa_runtime *rt, dexa__store_conn *c, const char *sid, con
   *n = 0;
   if (!token || !*token) return DEXA_OK;
   rc = dexa__token_parse(token, sid, seq, n);
+  /* A token past the newest event (a store restored from an older backup)
+   * would wait for events that may never come: refuse it. */
+  if (rc == DEXA_OK && *seq > newest) return DEXA_E_INVALID_RESUME_TOKEN;
   if (rc == DEXA_OK && *seq < before_head) {
     *seq = before_head;
     *n = 0;

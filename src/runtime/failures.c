@@ -6,6 +6,7 @@
 
 #include "runtime/runtime_internal.h"
 #include "util/buf.h"
+#include "util/json_span.h"
 
 static char *recovery_error_doc(int code, const char *message, size_t *len) {
   dexa__buf b;
@@ -16,9 +17,50 @@ static char *recovery_error_doc(int code, const char *message, size_t *len) {
   return dexa__buf_steal(&b, len);
 }
 
-static int retry_later(dexa__store_conn *c, dexa__step_row *row, const dexa__step_opts *o,
+/* Copies a top-level member of the Step's input that names what the Step
+ * works on ("turn", "call_id"), so a reader can tell which model or tool
+ * call is retried without knowing the flow. */
+static void copy_input_member(dexa__buf *b, const dexa__step_row *row, const char *key) {
+  const char *v = NULL;
+  size_t n = 0;
+  if (!row->input || dexa__json_get(row->input, row->input_len, key, &v, &n) != 0) return;
+  if (n == 0 || (v[0] != '"' && (v[0] < '0' || v[0] > '9'))) return;
+  dexa__buf_printf(b, ",\"%s\":", key);
+  dexa__buf_append(b, v, n);
+}
+
+/* The durable step_retrying event (dexagents-events(7)): the attempt that
+ * runs next, of how many, after how long, and why the last one failed. */
+static int retry_event(dexa_runtime *rt, dexa__store_conn *c, const dexa__step_row *row,
+                       const dexa__step_opts *o, int code, const char *message, int64_t wait,
+                       int64_t now) {
+  dexa__buf b;
+  dexa__buf_init(&b);
+  dexa__buf_printf(&b, "{\"type\":\"step_retrying\",\"at\":%lld,\"step\":", (long long)now);
+  dexa__buf_json_cstr(&b, row->step_type);
+  dexa__buf_puts(&b, ",\"exec_id\":");
+  dexa__buf_json_cstr(&b, row->exec_id);
+  copy_input_member(&b, row, "turn");
+  copy_input_member(&b, row, "call_id");
+  dexa__buf_printf(&b, ",\"attempt\":%d,\"max_attempts\":%d,\"delay_ms\":%lld,"
+                       "\"retry_at_ms\":%lld,\"error\":{\"code\":%d,\"name\":",
+                   (int)row->attempt + 1, (int)(o->max_attempts > 0 ? o->max_attempts : 0),
+                   (long long)wait, (long long)(now + wait), code);
+  dexa__buf_json_cstr(&b, dexa_error_name(code));
+  dexa__buf_puts(&b, ",\"message\":");
+  dexa__buf_json_cstr(&b, message && *message ? message : dexa_strerror(code));
+  dexa__buf_puts(&b, "}}");
+  int rc = b.oom ? DEXA_E_NOMEM : dexa__event_append(rt, c, row->session_id, b.data, b.len);
+  dexa__buf_free(&b);
+  return rc;
+}
+
+static int retry_later(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
+                       const dexa__step_opts *o, int code, const char *message,
                        int64_t retry_after_ms, int64_t now) {
   int64_t wait = retry_after_ms > 0 ? retry_after_ms : dexa__backoff_ms(o, row->attempt);
+  int rc = retry_event(rt, c, row, o, code, message, wait, now);
+  if (rc != DEXA_OK) return rc;
   row->state = DEXA__STEP_READY;
   row->due_ms = now + wait;
   row->lease_until = 0;
@@ -46,7 +88,7 @@ int dexa__attempt_failed(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *
   dexa__step_opts o;
   if (dexa__row_opts(rt, row, &o) != DEXA_OK) o.max_attempts = 1, o.recovery[0] = '\0';
   if (o.max_attempts <= 0 || row->attempt < o.max_attempts)
-    return retry_later(c, row, &o, retry_after_ms, now);
+    return retry_later(rt, c, row, &o, code, message, retry_after_ms, now);
   int rc = c->ops->step_delete(c, row->session_id, row->exec_id);
   if (rc != DEXA_OK) return rc;
   if (o.recovery[0]) return recover(rt, c, row, o.recovery, code, message, now);

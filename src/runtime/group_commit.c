@@ -25,6 +25,7 @@
  * claimed Step. The threads start with the first operation and stop in
  * dexa__gc_shutdown after acknowledging everything queued. */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "runtime/runtime_internal.h"
 
@@ -41,8 +42,9 @@ static int run_one(dexa_runtime *rt, dexa__store_conn *c, dexa__op *op) {
   return rb == DEXA_OK ? rc : rb;
 }
 
-/* Runs batch in one transaction; sets every op's rc. */
-static void run_batch(dexa_runtime *rt, dexa__op *batch) {
+/* Runs batch in one transaction; sets every op's rc and returns the error
+ * that failed the batch as a whole (DEXA_OK: committed). */
+static int run_batch_once(dexa_runtime *rt, dexa__op *batch) {
   dexa__store_conn *c = rt->writer;
   int rc = c->ops->begin_write(c);
   int fatal = rc;
@@ -61,6 +63,20 @@ static void run_batch(dexa_runtime *rt, dexa__op *batch) {
     c->ops->rollback(c);
     for (dexa__op *op = batch; op; op = op->next)
       if (op->rc == DEXA_OK) op->rc = fatal;
+  }
+  return fatal;
+}
+
+/* Runs batch; with a store whose DEXA_E_BUSY means the transaction was
+ * rolled back whole (store.h: batch_retry_ms: a conflict between
+ * processes, a connection lost before COMMIT), runs it again after a
+ * growing pause. Every op can run again: it starts from its arguments. */
+static void run_batch(dexa_runtime *rt, dexa__op *batch) {
+  int64_t give_up = dexa__mono_ms() + rt->store->batch_retry_ms;
+  int64_t pause_ms = 5;
+  while (run_batch_once(rt, batch) == DEXA_E_BUSY && dexa__mono_ms() < give_up) {
+    usleep((useconds_t)pause_ms * 1000);
+    pause_ms = pause_ms < 500 ? pause_ms * 2 : 1000;
   }
 }
 

@@ -67,6 +67,7 @@ static int renew_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
   int64_t now = dexa__now(rt);
   for (size_t i = 0; i < a->n; i++) {
     lease_ref *r = &a->refs[i];
+    r->lost = 0;
     int64_t until = now + rt->lease_ms;
     if (until > r->deadline) until = r->deadline;
     if (until <= now) continue; /* past its timeout: let it expire */

@@ -80,10 +80,15 @@ uint64_t dexa__session_gen(dexa_runtime *rt, const char *sid) {
   return g;
 }
 
+int64_t dexa__poll_ms(const dexa_runtime *rt) {
+  return rt->store && rt->store->poll_ms > 0 ? rt->store->poll_ms : 100;
+}
+
 void dexa__wait_session_change(dexa_runtime *rt, const char *sid, uint64_t gen,
                                int64_t deadline) {
   int64_t now = dexa__mono_ms();
-  int64_t until = now + 100 < deadline ? now + 100 : deadline;
+  int64_t poll = dexa__poll_ms(rt);
+  int64_t until = now + poll < deadline ? now + poll : deadline;
   size_t b = dexa__session_bucket(sid);
   pthread_mutex_lock(&rt->mu);
   while (rt->session_gen[b] == gen && dexa__mono_ms() < until)
@@ -114,6 +119,21 @@ void dexa__notify_commit(dexa_runtime *rt) {
       rt->committed_touched[b] = 0;
       dexa__session_changed(rt, b);
     }
+  pthread_cond_broadcast(&rt->work_cv);
+  pthread_mutex_unlock(&rt->mu);
+}
+
+/* The store's wake hook: another process committed a change to sid (NULL:
+ * to any session). Wakes this process's idle workers and sid's waiters. */
+static void store_wake(void *ctx, const char *sid) {
+  dexa_runtime *rt = ctx;
+  pthread_mutex_lock(&rt->mu);
+  rt->work_gen++;
+  if (sid) {
+    dexa__session_changed(rt, dexa__session_bucket(sid));
+  } else {
+    for (size_t b = 0; b < DEXA__SESSION_BUCKETS; b++) dexa__session_changed(rt, b);
+  }
   pthread_cond_broadcast(&rt->work_cv);
   pthread_mutex_unlock(&rt->mu);
 }
@@ -175,6 +195,7 @@ static int open_store(dexa_runtime *rt, const dexa_runtime_options *o, char *err
                             session_cache_bytes(o)};
   int rc = dexa__store_open(&rt->store, &cfg, errmsg, n);
   if (rc == DEXA_OK) rc = rt->store->ops->conn_open(rt->store, &rt->writer);
+  if (rc == DEXA_OK && rt->store->ops->set_wake) rt->store->ops->set_wake(rt->store, store_wake, rt);
   if (rc != DEXA_OK && errmsg && !*errmsg) snprintf(errmsg, n, "cannot open the store: %s", dexa_strerror(rc));
   return rc;
 }

@@ -283,9 +283,13 @@ void dexa__notify_commit(dexa_runtime *rt);
 void dexa__touch_session(dexa_runtime *rt, const char *sid);
 /* The generation of sid's bucket (takes rt->mu). */
 uint64_t dexa__session_gen(dexa_runtime *rt, const char *sid);
+/* How long a waiter sleeps before it looks at the store again: commits by
+ * other processes signal us only when the store has wake-ups (store.h:
+ * set_wake), and a wake-up may be lost. */
+int64_t dexa__poll_ms(const dexa_runtime *rt);
 /* Waits (takes rt->mu) until sid's generation is no longer gen, for at
- * most 100 ms and never past deadline (monotonic ms): commits by other
- * processes do not signal us, so the caller looks at the store again. */
+ * most dexa__poll_ms and never past deadline (monotonic ms); the caller
+ * looks at the store again. */
 void dexa__wait_session_change(dexa_runtime *rt, const char *sid, uint64_t gen,
                                int64_t deadline);
 /* Bumps the generation of a bucket and wakes its waiters (rt->mu held). */
@@ -346,6 +350,10 @@ int dexa__wait_eval_session(dexa_runtime *rt, dexa__store_conn *c, const char *s
 
 /* Applies the writes, publishes and events of res for session sid;
  * *published set when a channel got a message. */
+/* Appends one durable event the runtime itself emits (step_retrying) to
+ * the session's stream, inside the caller's write transaction. */
+int dexa__event_append(dexa_runtime *rt, dexa__store_conn *c, const char *sid, const char *json,
+                       size_t len);
 int dexa__apply_effects(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
                         const dexa_result *res, int *published);
 /* Applies a decision document (NULL: none). from_exec is excluded from its

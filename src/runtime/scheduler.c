@@ -227,6 +227,10 @@ void dexa__claim_drop(dexa__claim *cl) {
 
 int dexa__claim_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
   dexa__claim *cl = arg;
+  /* A batch that runs again (group_commit.c) starts the claim afresh. */
+  dexa__claim_drop(cl);
+  cl->ran = 0;
+  cl->stop = cl->single = 0;
   cl->now = dexa__now(rt);
   for (int i = 0; i < CLAIM_MAX_ROWS && !claim_full(cl); i++) {
     dexa__step_row row;

@@ -333,13 +333,14 @@ static int due_now(dexa_runtime *rt, int64_t *next_due) {
 }
 
 /* Waits for a commit signal, at most until the next due row, the deadline,
- * or 100 ms (other processes write the same store without signalling). */
+ * or the store's poll period (another process's commit may not signal). */
 static void idle_wait(dexa_runtime *rt, uint64_t gen, int64_t next_due, int64_t deadline) {
   int64_t now_m = dexa__mono_ms();
-  int64_t until = now_m + 100;
+  int64_t poll = dexa__poll_ms(rt);
+  int64_t until = now_m + poll;
   if (next_due != DEXA__NO_DUE) {
     int64_t in = next_due - dexa__now(rt);
-    if (in < 100) until = now_m + (in > 0 ? in : 0);
+    if (in < poll) until = now_m + (in > 0 ? in : 0);
   }
   if (until > deadline) until = deadline;
   pthread_mutex_lock(&rt->mu);
@@ -347,9 +348,18 @@ static void idle_wait(dexa_runtime *rt, uint64_t gen, int64_t next_due, int64_t 
   pthread_mutex_unlock(&rt->mu);
 }
 
+/* The current work generation (takes rt->mu). */
+static uint64_t work_gen(dexa_runtime *rt) {
+  pthread_mutex_lock(&rt->mu);
+  uint64_t gen = rt->work_gen;
+  pthread_mutex_unlock(&rt->mu);
+  return gen;
+}
+
 static int poll_into(dexa_runtime *rt, dexa_task **out, dexa__taskq *q, int64_t timeout_ms,
                      int for_worker) {
   int64_t deadline = dexa__mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  int64_t held_wait = 0; /* waiting for due rows another transaction holds */
   *out = NULL;
   for (;;) {
     if ((*out = dexa__claimed_pop(rt))) return DEXA_OK;
@@ -365,6 +375,18 @@ static int poll_into(dexa_runtime *rt, dexa_task **out, dexa__taskq *q, int64_t 
       if (rc != DEXA_OK) return rc;
       if (*out) return DEXA_OK;
       if (ran) continue;
+      /* Rows still due that the claim did not take are held by another
+       * process's transaction (PostgreSQL skips locked rows): wait for a
+       * commit to be announced, not for their due time, which has passed
+       * (a loop of empty claims otherwise), but look again soon. */
+      gen = work_gen(rt);
+      if (due_now(rt, &next_due)) {
+        held_wait = held_wait ? held_wait * 2 : 2;
+        if (held_wait > dexa__poll_ms(rt)) held_wait = dexa__poll_ms(rt);
+        next_due = dexa__now(rt) + held_wait;
+      } else {
+        held_wait = 0;
+      }
     }
     if (dexa__mono_ms() >= deadline) return DEXA_E_TIMEOUT;
     idle_wait(rt, gen, next_due, deadline);

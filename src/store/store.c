@@ -6,7 +6,23 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "dexagents/errors.h"
+
+int dexa__store_is_pg(const char *uri) {
+  if (!uri) return 0;
+  if (strncmp(uri, "postgresql://", 13) == 0 || strncmp(uri, "postgres://", 11) == 0) return 1;
+  /* key/value conninfo: libpq parses it (a file name never has the form
+   * "keyword=value ..." with known keywords). */
+  if (!strchr(uri, '=')) return 0;
+  char *err = NULL;
+  PQconninfoOption *o = PQconninfoParse(uri, &err);
+  PQfreemem(err);
+  if (!o) return 0;
+  PQconninfoFree(o);
+  return 1;
+}
 
 int dexa__row_set(char **slot, size_t *slot_len, const char *s, size_t n) {
   free(*slot);
@@ -68,10 +84,7 @@ int dexa__store_open(dexa__store **out, const dexa__store_config *cfg, char *err
     if (errmsg) snprintf(errmsg, errmsg_size, "sqlite_synchronous must be full or normal");
     return DEXA_E_INVALID_ARG;
   }
-  if (strncmp(uri, "postgres", 8) == 0) {
-    if (errmsg) snprintf(errmsg, errmsg_size, "this build has no PostgreSQL store");
-    return DEXA_E_UNSUPPORTED;
-  }
+  if (dexa__store_is_pg(uri)) return dexa__pg_open(out, uri, cfg, errmsg, errmsg_size);
   if (strncmp(uri, "sqlite:", 7) == 0) uri += 7;
   if (strcmp(uri, ":memory:") == 0) {
     char path[4096];

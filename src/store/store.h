@@ -1,6 +1,6 @@
 /* The store: the runtime's durable state behind one internal interface.
  *
- * A backend (SQLite now, PostgreSQL later) implements dexa__store_ops. The
+ * A backend (SQLite: sqlite*.c, PostgreSQL: pg_*.c) implements dexa__store_ops. The
  * operations are semantic (insert a session, take the oldest channel
  * messages, find the first due Step row), not SQL, so nothing above this
  * header depends on one database's dialect. Every operation runs on a
@@ -78,8 +78,29 @@ void dexa__session_row_free(dexa__session_row *row);
 typedef int (*dexa__session_visit_fn)(void *ctx, const dexa__session_row *row);
 typedef int (*dexa__value_visit_fn)(void *ctx, int64_t seq, const char *json, size_t len);
 
+/* Every stored field of a session, for copying a store (store_admin.c).
+ * Strings are malloc'd and released by dexa__session_dump_free. */
+typedef struct dexa__session_dump {
+  dexa__session_row row; /* data_ver is not copied: each store counts its own */
+  int64_t step_ord;      /* the order of the newest Step execution */
+  char *settings;        /* as given to session_insert, or NULL */
+  size_t settings_len;
+} dexa__session_dump;
+
+void dexa__session_dump_free(dexa__session_dump *d);
+
+typedef int (*dexa__chan_visit_fn)(void *ctx, const char *ch, size_t chlen, int64_t seq,
+                                   const char *json, size_t len);
+/* Receives one problem a check found, as a sentence. */
+typedef void (*dexa__problem_fn)(void *ctx, const char *problem);
+
 typedef struct dexa__store_conn dexa__store_conn;
 typedef struct dexa__store dexa__store;
+
+/* Called by a store, on a thread of its own, when another process committed
+ * a change to session sid (NULL: to any session, e.g. after the store lost
+ * and regained its way of hearing of changes). Must not block. */
+typedef void (*dexa__store_wake_fn)(void *ctx, const char *sid);
 
 typedef struct dexa__store_ops {
   /* Transactions. begin_write takes the store's write lock at once (SQLite
@@ -167,10 +188,32 @@ typedef struct dexa__store_ops {
    * transactions. */
   int (*sync)(dexa__store *s);
 
+  /* Registers fn (NULL: none) to hear of other processes' commits. NULL
+   * op: the store cannot tell (its users poll; see poll_ms). */
+  void (*set_wake)(dexa__store *s, dexa__store_wake_fn fn, void *ctx);
+
   /* Connections. */
   int (*conn_open)(dexa__store *s, dexa__store_conn **out);
   void (*conn_close)(dexa__store_conn *c);
   void (*close)(dexa__store *s);
+
+  /* Administration (dexa_store_check, dexa_store_vacuum, dexa_store_copy
+   * in store_admin.c). A backend without them leaves them NULL and those
+   * functions say DEXA_E_UNSUPPORTED. */
+  /* Every field of a session's row (DEXA_E_NOT_FOUND if none). */
+  int (*session_dump)(dexa__store_conn *c, const char *id, dexa__session_dump *out);
+  /* Inserts a session with the fields of a dump, inside a write
+   * transaction, before any other operation on it there. */
+  int (*session_restore)(dexa__store_conn *c, const dexa__session_dump *d);
+  /* Visits every channel message of a session, by channel name then in
+   * FIFO order, and keeps them. */
+  int (*chan_scan)(dexa__store_conn *c, const char *sid, dexa__chan_visit_fn visit, void *ctx);
+  /* The backend's own consistency check (SQLite: integrity_check); each
+   * problem goes to report. DEXA_OK when it could run. */
+  int (*integrity_check)(dexa__store_conn *c, dexa__problem_fn report, void *ctx);
+  /* Gives free space back to the system, outside any transaction; the
+   * store's size in bytes before and after. */
+  int (*vacuum)(dexa__store *s, int64_t *bytes_before, int64_t *bytes_after);
 } dexa__store_ops;
 
 /* Every backend connection and store starts with its ops table. */
@@ -186,10 +229,20 @@ struct dexa__store {
   /* The backend's session cache: its commits put their attribute writes
    * in; readers use it through dexa__session_cache_load/get/scan. */
   struct dexa__session_cache *cache;
+  /* How long waiters for other processes' commits sleep between looks at
+   * the store (the fallback when no wake-up comes; SQLite has none). */
+  int64_t poll_ms;
+  /* DEXA_E_BUSY from an operation or COMMIT means the whole transaction
+   * was rolled back by a conflict or a lost connection and nothing of it
+   * was applied: the caller may run it again, for up to this long (0: it
+   * never retries). */
+  int64_t batch_retry_ms;
 };
 
 typedef struct dexa__store_config {
-  const char *uri;         /* "sqlite:PATH", PATH or ":memory:" */
+  /* "sqlite:PATH", PATH or ":memory:"; "postgresql://...", "postgres://..."
+   * or a libpq key/value conninfo ("host=... dbname=...") */
+  const char *uri;
   const char *synchronous; /* "full" (default) or "normal" */
   size_t cache_bytes;      /* the session cache's bound; 0: none */
 } dexa__store_config;
@@ -201,6 +254,13 @@ int dexa__store_open(dexa__store **out, const dexa__store_config *cfg, char *err
                      size_t errmsg_size);
 
 void dexa__step_rows_free(dexa__step_row *rows, size_t n);
+
+/* 1 when uri names a PostgreSQL database (a URI or a key/value conninfo). */
+int dexa__store_is_pg(const char *uri);
+
+/* PostgreSQL backend entry point (store/pg_conn.c). */
+int dexa__pg_open(dexa__store **out, const char *conninfo, const dexa__store_config *cfg,
+                  char *errmsg, size_t errmsg_size);
 
 /* SQLite backend entry point (store/sqlite.c). */
 int dexa__sqlite_open(dexa__store **out, const char *path, int temporary,

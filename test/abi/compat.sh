@@ -12,8 +12,14 @@ work=$(mktemp -d) || exit 2
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/include/dexagents" "$work/lib"
 rev=""
+# abi/BASELINE names the release commit whose headers the baseline describes;
+# without it, the commit that last wrote the baseline.
 if [[ -f abi/libdexagents.abi ]] && git rev-parse --git-dir >/dev/null 2>&1; then
-  rev=$(git log -1 --format=%H -- abi/libdexagents.abi 2>/dev/null)
+  if [[ -f abi/BASELINE ]]; then
+    rev=$(sed -n 's/^commit \([0-9a-f]\{40\}\)$/\1/p' abi/BASELINE)
+  else
+    rev=$(git log -1 --format=%H -- abi/libdexagents.abi 2>/dev/null)
+  fi
 fi
 if [[ -n $rev ]]; then
   for h in $(git ls-tree --name-only "$rev" include/dexagents/); do

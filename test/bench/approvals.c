@@ -21,6 +21,9 @@
  * number of threads" in dexa_runtime_start(3)). Two threads measure the
  * disk's sync latency more than the library; -w 2 still shows it.
  *
+ * With DEXA_TEST_STORE naming a PostgreSQL database the store is a new
+ * schema of it (test/pg/_bench.sh starts a throwaway cluster).
+ *
  * --phase prepare (with --store) runs phase 1 only and keeps the store, so
  * that phase 2 can be run, copied and profiled on its own with
  * --phase resume. */
@@ -200,9 +203,13 @@ int main(int argc, char **argv) {
   if (phase && store && strcmp(phase, "prepare") == 0)
     return prepare(store, sync, sessions, workers) == DEXA_OK ? 0 : 1;
   if (phase && store) return resume_all(store, sync, sessions, workers);
-  char tmp[64];
+  char tmp[1024];
   if (!store) {
-    snprintf(tmp, sizeof tmp, "/tmp/dexa-bench-w2-%d.db", (int)getpid());
+    /* DEXA_TEST_STORE naming PostgreSQL (test/pg/_bench.sh): a new schema. */
+    if (temp_store_is_pg())
+      temp_store_path(tmp, sizeof tmp, "w2");
+    else
+      snprintf(tmp, sizeof tmp, "/tmp/dexa-bench-w2-%d.db", (int)getpid());
     store = tmp;
   }
   printf("W2: %d sessions stopped at an approval; a fresh process approves all, %d workers, "

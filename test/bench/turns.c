@@ -1,6 +1,14 @@
 /* Benchmark W1: S sessions x T turns on the embedded runtime (SQLite).
  *
- *   turns [-s S] [-t T] [-w WORKERS] [-y full|normal] [--store PATH] [--quick]
+ *   turns [-s S] [-t T] [-w WORKERS] [-p PROCS] [-y full|normal] [--store PATH] [--quick]
+ *
+ * With DEXA_TEST_STORE naming a PostgreSQL database (test/pg/_bench.sh starts
+ * a throwaway cluster) the store is a new schema of it. -p PROCS runs the
+ * workers in PROCS worker processes (WORKERS threads each) on the same
+ * store while this process, which never starts workers, drives the
+ * sessions as a client; CPU per turn then adds up this process, the worker
+ * processes and the PostgreSQL server (DEXA_BENCH_PG_DATA: its data
+ * directory, whose processes are counted).
  *
  * Each turn: a user message -> RunModel (a zero-latency host model replies
  * with two function calls, read_a and read_b) -> two CallTool Steps in
@@ -14,6 +22,7 @@
  * at ~200 messages of history. Targets are printed beside the figures.
  * --quick skips the growth passes and the micro-benchmark. */
 #include <dexagents/dexagents.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdint.h>
 #include <errno.h>
@@ -23,8 +32,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libpq-fe.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,10 +68,14 @@ int sqlite3_open_v2(const char *filename, sqlite3 **db, int flags, const char *v
 /* ---- the host model and tools ---------------------------------------------- */
 #define MAX_SESSIONS 100000
 
+/* In a worker process (-p): where the model reports a session's final
+ * answer to the driving process (the session index, an int per write). */
+static int g_done_fd = -1;
+
 typedef struct bench {
   dexa_agent *agent;
   dexa_runtime *rt;
-  int sessions, turns, workers;
+  int sessions, turns, workers, procs;
   const char *sync;
   char store[512];
   atomic_long model_calls, tool_calls;
@@ -68,6 +83,7 @@ typedef struct bench {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   unsigned char *almost_done; /* per session: final answer generated */
+  int done_fd;                /* -p: the worker processes' reports */
   int *sent;                  /* per session: turns sent */
 } bench;
 
@@ -123,7 +139,10 @@ static int bench_generate(void *user, const dexa_model_request *req, dexa_model_
   int rc = dexa_model_reply_add_item(reply, item, sizeof item - 1);
   if (rc == DEXA_OK) rc = dexa_model_reply_add_text(reply, "Both reads are done.", 20);
   int s = request_session(json, len);
-  if (rc == DEXA_OK && b && s >= 0 && s < b->sessions) { /* tell the driver to look soon */
+  if (rc == DEXA_OK && b && s >= 0 && s < b->sessions && g_done_fd >= 0) {
+    ssize_t w = write(g_done_fd, &s, sizeof s);
+    (void)w;
+  } else if (rc == DEXA_OK && b && s >= 0 && s < b->sessions) { /* tell the driver to look soon */
     pthread_mutex_lock(&b->mu);
     b->almost_done[s] = 1;
     pthread_cond_broadcast(&b->cv);
@@ -178,7 +197,7 @@ static int make_agent(bench *b) {
 /* ---- one pass: S sessions x T turns ------------------------------------------ */
 
 typedef struct pass_result {
-  double wall_s;
+  double wall_s, cpu_s;
   long turns, model_calls, tool_calls, commits, methods;
   double bytes_per_session;
 } pass_result;
@@ -243,7 +262,7 @@ static void *drive(void *arg) {
     }
     /* The final answers are not committed yet: look again in a moment (a
      * wait on one session would hold up the others that finish meanwhile). */
-    if (n && !progressed) usleep(500);
+    if (n && !progressed) usleep(b->procs ? 2000 : 500);
   }
   free(check);
   return NULL;
@@ -269,8 +288,140 @@ static long file_size(const char *path) {
   return stat(path, &st) == 0 ? (long)st.st_size : 0;
 }
 
+/* A PostgreSQL store's bytes: its schema's tables with their indexes and
+ * TOAST, after a VACUUM (the space of deleted rows is reused, as SQLite
+ * reuses free pages). */
+static long pg_store_bytes(const char *conninfo) {
+  PGconn *db = PQconnectdb(conninfo);
+  long n = 0;
+  PQclear(PQexec(db, "VACUUM"));
+  PGresult *r = PQexec(db, "SELECT sum(pg_total_relation_size(c.oid))::bigint FROM pg_class c"
+                           " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                           " WHERE n.nspname = current_schema() AND c.relkind = 'r'");
+  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r)) n = atol(PQgetvalue(r, 0, 0));
+  PQclear(r);
+  PQfinish(db);
+  return n;
+}
+
+/* CPU seconds of the PostgreSQL server: the postmaster of the data
+ * directory DEXA_BENCH_PG_DATA and its children (backends, writers). */
+static double pg_server_cpu_s(void) {
+  const char *data = getenv("DEXA_BENCH_PG_DATA");
+  if (!data) return 0;
+  char path[600];
+  snprintf(path, sizeof path, "%s/postmaster.pid", data);
+  FILE *f = fopen(path, "r");
+  long pm = 0;
+  if (!f) return 0;
+  if (fscanf(f, "%ld", &pm) != 1) pm = 0;
+  fclose(f);
+  double total = 0;
+  long tick = sysconf(_SC_CLK_TCK);
+  DIR *proc = pm ? opendir("/proc") : NULL;
+  for (struct dirent *e; proc && (e = readdir(proc));) {
+    long pid = atol(e->d_name);
+    if (pid <= 0) continue;
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    f = fopen(path, "r");
+    if (!f) continue;
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    long ppid = 0;
+    unsigned long ut = 0, st = 0;
+    if (p && sscanf(p + 2, "%*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ppid, &ut, &st) == 3 &&
+        (pid == pm || ppid == pm))
+      total += (double)(ut + st) / (double)tick;
+  }
+  if (proc) closedir(proc);
+  return total;
+}
+
+static double rusage_s(int who) {
+  struct rusage ru;
+  getrusage(who, &ru);
+  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+         ru.ru_stime.tv_usec / 1e6;
+}
+
+/* ---- worker processes (-p) ------------------------------------------------------ */
+
+typedef struct procs {
+  pid_t pid[64];
+  int n;
+  int stop_fd;   /* closed to stop them */
+  int done_fd;   /* their final-answer reports */
+  pthread_t reader;
+} procs;
+
+/* A worker process: a runtime with b->workers threads until stop_fd ends. */
+static void proc_main(bench *b, const char *store, int stop_fd) {
+  dexa_runtime_options o;
+  dexa_runtime_options_init(&o, sizeof o);
+  o.store = store;
+  o.sqlite_synchronous = b->sync;
+  dexa_runtime *rt = NULL;
+  char err[256] = "";
+  if (dexa_runtime_new(&rt, b->agent, &o, err, sizeof err) != DEXA_OK) {
+    fprintf(stderr, "turns: worker process: %s\n", err);
+    _exit(3);
+  }
+  dexa_runtime_start(rt, b->workers);
+  char c;
+  while (read(stop_fd, &c, 1) > 0) {
+  }
+  dexa_runtime_free(rt);
+  _exit(0);
+}
+
+static int procs_start(bench *b, const char *store, procs *p) {
+  int done[2], stop[2];
+  if (pipe(done) != 0 || pipe(stop) != 0) return DEXA_E_IO;
+  p->n = 0;
+  fflush(NULL);
+  for (int i = 0; i < b->procs && i < 64; i++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(done[0]);
+      close(stop[1]);
+      g_done_fd = done[1];
+      proc_main(b, store, stop[0]);
+    }
+    p->pid[p->n++] = pid;
+  }
+  close(done[1]);
+  close(stop[0]);
+  p->stop_fd = stop[1];
+  p->done_fd = done[0];
+  return DEXA_OK;
+}
+
+/* Hands the worker processes' final-answer reports to the drivers. */
+static void *procs_read(void *arg) {
+  bench *b = arg;
+  int s;
+  while (read(b->done_fd, &s, sizeof s) == (ssize_t)sizeof s) {
+    if (s < 0 || s >= b->sessions) continue;
+    pthread_mutex_lock(&b->mu);
+    b->almost_done[s] = 1;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+  }
+  return NULL;
+}
+
+static void procs_stop(procs *p) {
+  close(p->stop_fd);
+  for (int i = 0; i < p->n; i++) waitpid(p->pid[i], NULL, 0);
+  close(p->done_fd);
+}
+
 /* Store bytes after a full checkpoint: the database file plus its WAL. */
 static long store_bytes(const char *path) {
+  if (dexa__store_is_pg(path)) return pg_store_bytes(path);
   sqlite3 *db = NULL;
   if (sqlite3_open(path, &db) == SQLITE_OK)
     sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
@@ -288,6 +439,10 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
   b->sent = calloc((size_t)sessions, sizeof(int));
   atomic_store(&b->model_calls, 0);
   atomic_store(&b->tool_calls, 0);
+  procs p = {0};
+  pthread_t reader;
+  if (b->procs) procs_start(b, store, &p);
+  b->done_fd = p.done_fd;
   dexa_runtime_options o;
   dexa_runtime_options_init(&o, sizeof o);
   o.store = store;
@@ -295,6 +450,7 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
   char err[256] = "";
   int rc = dexa_runtime_new(&b->rt, b->agent, &o, err, sizeof err);
   if (rc != DEXA_OK) {
+    if (b->procs) procs_stop(&p);
     fprintf(stderr, "turns: runtime %s: %s %s\n", store, dexa_strerror(rc), err);
     goto done;
   }
@@ -306,16 +462,26 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
     if (rc != DEXA_OK) fprintf(stderr, "turns: start_session: %s %s\n", dexa_strerror(rc), out ? out : "");
     dexa_free(out);
   }
-  if (rc == DEXA_OK) rc = dexa_runtime_start(b->rt, b->workers);
+  if (rc == DEXA_OK && !b->procs) rc = dexa_runtime_start(b->rt, b->workers);
   for (int s = 0; s < sessions && rc == DEXA_OK; s++) { /* started and waiting */
     char sid[32];
     session_id(sid, sizeof sid, s);
     rc = dexa_runtime_wait_idle(b->rt, sid, 30000);
   }
   long commits0 = atomic_load(&g_commits);
+  if (b->procs) pthread_create(&reader, NULL, procs_read, b);
+  double cpu0 = rusage_s(RUSAGE_SELF) + pg_server_cpu_s();
   double t0 = now_s();
   if (rc == DEXA_OK) rc = drive_all(b);
   res->wall_s = now_s() - t0;
+  res->cpu_s = rusage_s(RUSAGE_SELF) + pg_server_cpu_s() - cpu0;
+  if (b->procs) {
+    double children0 = rusage_s(RUSAGE_CHILDREN);
+    procs_stop(&p);
+    pthread_join(reader, NULL);
+    /* The worker processes' CPU (their start-up too: a small share). */
+    res->cpu_s += rusage_s(RUSAGE_CHILDREN) - children0;
+  }
   res->commits = atomic_load(&g_commits) - commits0;
   dexa_runtime_stop(b->rt);
   dexa_runtime_free(b->rt);
@@ -327,6 +493,9 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
    * tools; the locked Steps the runtime runs inline are 4 methods per turn
    * (AwaitUserMessage WaitFor + Execute, ResumeTurn WaitFor + Execute). */
   res->methods = res->model_calls + res->tool_calls + 4 * res->turns;
+  /* -p: the worker processes counted their calls; each turn is 2 RunModel
+   * and 2 CallTool dispatches and the 4 locked methods. */
+  if (b->procs) res->methods = 8 * res->turns;
   res->bytes_per_session = (double)store_bytes(store) / sessions;
 done:
   free(b->almost_done);
@@ -568,12 +737,14 @@ int main(int argc, char **argv) {
     if (strcmp(a, "-s") == 0) sessions = atoi(v);
     else if (strcmp(a, "-t") == 0) turns = atoi(v);
     else if (strcmp(a, "-w") == 0) b.workers = atoi(v);
+    else if (strcmp(a, "-p") == 0) b.procs = atoi(v);
     else if (strcmp(a, "-y") == 0) b.sync = v;
     else if (strcmp(a, "--store") == 0) store_arg = v;
     else { usage(); return 2; }
     i++;
   }
   if (sessions < 1 || sessions > MAX_SESSIONS || turns < 1 || b.workers < 1 || b.workers > 256 ||
+      b.procs < 0 || b.procs > 64 ||
       (strcmp(b.sync, "full") != 0 && strcmp(b.sync, "normal") != 0)) {
     usage();
     return 2;
@@ -583,12 +754,17 @@ int main(int argc, char **argv) {
   pthread_cond_init(&b.cv, NULL);
   if (make_agent(&b) != DEXA_OK) return 1;
 
-  char store[600];
+  char store[1024];
   if (store_arg) snprintf(store, sizeof store, "%s", store_arg);
+  else if (temp_store_is_pg()) temp_store_path(store, sizeof store, "w1");
   else snprintf(store, sizeof store, "%s/dexa-bench-w1-%d.db", dir, (int)getpid());
-  temp_store_remove(store);
-  printf("W1: %d sessions x %d turns, %d workers, synchronous=%s, store %s\n", sessions, turns,
-         b.workers, b.sync, store);
+  if (!temp_store_is_pg()) temp_store_remove(store);
+  if (b.procs)
+    printf("W1: %d sessions x %d turns, %d worker processes x %d threads, synchronous=%s, store %s\n",
+           sessions, turns, b.procs, b.workers, b.sync, temp_store_is_pg() ? "PostgreSQL" : store);
+  else
+    printf("W1: %d sessions x %d turns, %d workers, synchronous=%s, store %s\n", sessions, turns,
+           b.workers, b.sync, temp_store_is_pg() ? "PostgreSQL" : store);
   printf("    each turn: user message -> model (2 parallel READ tool calls) -> 2 CallTool -> model -> text\n");
   fflush(stdout);
   pass_result r;
@@ -607,8 +783,13 @@ int main(int argc, char **argv) {
          "Step methods", r.methods / r.wall_s, r.methods, r.model_calls, r.tool_calls, "", "");
   printf("  %-34s %10ld         (%.2f per turn; SQLite write transactions, group commit)\n",
          "store commits", r.commits, (double)r.commits / r.turns);
-  printf("  %-34s %10.1f KB      (target < 30 KB at 10 turns; file + WAL after checkpoint)\n",
-         "store bytes per session", r.bytes_per_session / 1024);
+  printf("  %-34s %10.1f KB      (target < 30 KB at 10 turns; file + WAL after checkpoint,\n"
+         "  %-34s %10s         PostgreSQL: tables, indexes and TOAST after VACUUM)\n",
+         "store bytes per session", r.bytes_per_session / 1024, "", "");
+  printf("  %-34s %10.0f us      (this process%s; CPU seconds / turns)\n", "CPU per turn",
+         r.cpu_s * 1e6 / r.turns,
+         b.procs ? ", the worker processes and the PostgreSQL server"
+                 : (getenv("DEXA_BENCH_PG_DATA") ? " and the PostgreSQL server" : ""));
   fflush(stdout);
 
   if (!quick) {
@@ -616,9 +797,15 @@ int main(int argc, char **argv) {
     double per_turn[4];
     printf("  growth, 20 sessions per pass:\n");
     for (int i = 0; i < 4; i++) {
-      char gstore[600];
-      snprintf(gstore, sizeof gstore, "%s/dexa-bench-w1g-%d-%d.db", dir, (int)getpid(), i);
-      temp_store_remove(gstore);
+      char gstore[1024];
+      if (temp_store_is_pg()) {
+        char name[16];
+        snprintf(name, sizeof name, "w1g%d", i);
+        temp_store_path(gstore, sizeof gstore, name);
+      } else {
+        snprintf(gstore, sizeof gstore, "%s/dexa-bench-w1g-%d-%d.db", dir, (int)getpid(), i);
+        temp_store_remove(gstore);
+      }
       pass_result g;
       rc = run_pass(&b, 20, growth_turns[i], gstore, &g);
       temp_store_remove(gstore);

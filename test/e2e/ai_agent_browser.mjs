@@ -1,14 +1,19 @@
 // Browser tests of the AI Agent page, run by test/e2e/ai_agent.sh against a
-// running examples/ai-agent/ai-agent:
+// running examples/ai-agent/ai-agent (session key E2E_SESSION_KEY):
 //   node ai_agent_browser.mjs BASE_URL OUT_DIR
-// playwright-core drives Debian's chromium; screenshots go to OUT_DIR.
+// playwright-core drives Debian's chromium at 1280x860 and at 390x844 (a
+// phone); every state is asserted (layout included: what must be on screen
+// is checked against the viewport) and saved as OUT_DIR/<size>-NN-name.png.
 // Prints "ok   name" / "FAIL name" lines and "N passed, N failed".
+import crypto from 'node:crypto';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
 const [base, outDir] = process.argv.slice(2);
 const require = createRequire(process.env.PLAYWRIGHT_DIR ? path.join(process.env.PLAYWRIGHT_DIR, 'x.js') : import.meta.url);
 const { chromium } = require('playwright-core');
+const KEY = process.env.E2E_SESSION_KEY || 'e2e-session-key';
+const APP = `${base}/products/ai-agent/`;
 
 const T = 15000; // per wait
 let passed = 0;
@@ -22,7 +27,7 @@ async function check(name, fn) {
   } catch (e) {
     failed++;
     console.log(`FAIL ${name}`);
-    console.log(`    ${String(e && e.stack ? e.stack : e).split('\n').slice(0, 4).join('\n    ')}`);
+    console.log(`    ${String(e && e.stack ? e.stack : e).split('\n').slice(0, 5).join('\n    ')}`);
   }
 }
 
@@ -30,8 +35,6 @@ function assert(cond, msg) {
   if (!cond) throw new Error(msg);
 }
 
-// launch() gives Chromium a fresh, empty --user-data-dir of its own (it
-// refuses one in args); the flags are those this closed network needs.
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   headless: true,
@@ -39,17 +42,36 @@ const browser = await chromium.launch({
     '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 });
 
-const shot = (page, name) => page.screenshot({ path: path.join(outDir, `${name}.png`), fullPage: true });
+// ---- helpers ------------------------------------------------------------------------
 
-// The text of every rendered message, one string per <li>.
-const messages = (page) => page.$$eval('#messages li', (lis) => lis.map((li) => li.innerText));
-async function waitMessage(page, text, timeout = T) {
-  await page.waitForFunction((t) => [...document.querySelectorAll('#messages li')].some((li) => li.innerText.includes(t)),
-    text, { timeout });
+function shooter(page, size) {
+  let n = 0;
+  return (name) => page.screenshot({ path: path.join(outDir, `${size}-${String(++n).padStart(2, '0')}-${name}.png`) });
+}
+
+// The element is entirely inside the viewport (and not hidden).
+async function onScreen(page, selector, what = selector) {
+  const loc = page.locator(selector).first();
+  await loc.waitFor({ state: 'visible', timeout: T });
+  const box = await loc.boundingBox();
+  const vp = page.viewportSize();
+  assert(box, `${what}: no box`);
+  assert(box.y >= 0 && box.y + box.height <= vp.height + 1 && box.x >= 0 && box.x + box.width <= vp.width + 1,
+    `${what} is not on screen: ${JSON.stringify(box)} in ${vp.width}x${vp.height}`);
+}
+
+const texts = (page, sel) => page.$$eval(sel, (els) => els.map((e) => e.innerText));
+const transcript = (page) => texts(page, '#messages > li');
+
+async function waitText(page, text, timeout = T) {
+  await page.waitForFunction((t) => document.getElementById('messages').innerText.includes(t), text, { timeout });
 }
 async function waitIdle(page, timeout = T) {
   await page.waitForFunction(() => ['idle', 'cancelled', 'failed'].includes(document.body.dataset.turnStatus) &&
     !document.querySelector('#queue li'), null, { timeout });
+}
+async function waitLive(page) {
+  await page.waitForFunction(() => document.body.dataset.stream === 'live', null, { timeout: T });
 }
 async function send(page, text, { plan = false } = {}) {
   await page.fill('#message', text);
@@ -57,191 +79,336 @@ async function send(page, text, { plan = false } = {}) {
   await page.click('#send');
   await page.waitForFunction(() => document.getElementById('message').value === '', null, { timeout: T });
 }
+const atBottom = (page) => page.evaluate(() => {
+  const s = document.getElementById('scroller');
+  return s.scrollHeight - s.scrollTop - s.clientHeight < 90;
+});
+const sign = (id) => crypto.createHmac('sha256', KEY).update(id).digest('hex');
 
-try {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+async function newChat(page, text, opts) {
+  await page.goto(APP);
+  await page.waitForSelector('#welcome:not([hidden])', { timeout: T });
+  await page.waitForFunction(() => document.querySelectorAll('#start-model option').length > 0, null, { timeout: T });
+  await send(page, text, opts);
+  await page.waitForURL(/\?session=ai-agent-[0-9a-f-]{36}$/, { timeout: T });
+  await waitLive(page);
+}
+
+// ---- desktop ------------------------------------------------------------------------------
+
+async function desktop() {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   const page = await context.newPage();
-  const consoleErrors = [];
-  page.on('pageerror', (e) => consoleErrors.push(String(e)));
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  const shot = shooter(page, 'desktop');
 
-  await check('the first page shows model, prompt, context window and MCP tools', async () => {
-    await page.goto(`${base}/products/ai-agent/`);
+  await check('desktop: the page is served with a strict Content-Security-Policy', async () => {
+    const res = await page.goto(APP);
+    const h = res.headers();
+    assert(/script-src 'self'/.test(h['content-security-policy'] || '') &&
+      /frame-ancestors 'none'/.test(h['content-security-policy']), `CSP: ${h['content-security-policy']}`);
+    assert(h['x-content-type-options'] === 'nosniff', 'nosniff');
+  });
+
+  await check('desktop: the first screen offers a start, the models and the agent settings', async () => {
+    await page.waitForSelector('#welcome:not([hidden])', { timeout: T });
     await page.waitForFunction(() => document.getElementById('set-model').textContent !== '', null, { timeout: T });
+    await page.click('#agent-settings summary');
     assert(await page.textContent('#set-model') === 'mock/dex', 'default model');
     assert((await page.textContent('#set-prompt')).includes('e2e system prompt'), 'system prompt');
     assert((await page.textContent('#set-context')).includes('64,000'), 'context window');
-    assert((await page.textContent('#set-mcp')).length > 0, 'MCP line');
     const options = await page.$$eval('#start-model option', (o) => o.map((x) => x.value));
     assert(JSON.stringify(options) === '["mock/dex","mock/dex-mini"]', `models ${options}`);
-    await shot(page, '01-home');
+    assert((await page.$$('.suggestion')).length === 4, 'suggestions');
+    await onScreen(page, '#message', 'the message box');
+    await shot('welcome');
   });
 
   let sessionUrl = '';
   let sessionId = '';
-  await check('start a session with the chosen model; the URL has the id, not the token', async () => {
+  await check('desktop: the first message starts a chat on the chosen model; it streams back as Markdown', async () => {
     await page.selectOption('#start-model', 'mock/dex-mini');
-    await page.click('#start');
+    await send(page, 'Hello **browser**, see `code` and:\n```js\nconst answer = 42;\n```');
     await page.waitForURL(/\?session=ai-agent-[0-9a-f-]{36}$/, { timeout: T });
     sessionUrl = page.url();
     sessionId = new URL(sessionUrl).searchParams.get('session');
     const token = await page.evaluate((id) => localStorage.getItem(`ai-agent-token:${id}`), sessionId);
     assert(/^[0-9a-f]{64}$/.test(token || ''), 'token in localStorage');
     assert(!sessionUrl.includes(token), 'token not in the URL');
-    await page.waitForFunction(() => document.getElementById('session-model').textContent === 'mock/dex-mini', null, { timeout: T });
-  });
-
-  await check('send a message and see the streamed answer', async () => {
-    await page.waitForFunction(() => document.body.dataset.stream === 'live', null, { timeout: T });
-    await send(page, 'hello browser');
-    await waitMessage(page, 'Local demo response: hello browser');
-    const deltas = Number(await page.evaluate(() => document.body.dataset.textDeltas || 0));
-    assert(deltas >= 3, `text deltas seen: ${deltas}`);
+    await waitText(page, 'Local demo response: Hello browser');
     await waitIdle(page);
-    await shot(page, '02-answer');
+    assert(Number(await page.evaluate(() => document.body.dataset.textDeltas)) >= 3, 'the answer streamed in deltas');
+    assert(await page.textContent('#session-model') === 'mock/dex-mini', 'model in the header');
+    assert(await page.$eval('.msg.model .answer strong', (e) => e.textContent) === 'browser', 'bold rendered');
+    assert(await page.$eval('.msg.model .code-block code', (e) => e.textContent) === 'const answer = 42;', 'code block');
+    assert(await page.$('.msg.model .code-block .copy-code'), 'copy button on the code block');
+    assert(!(await page.$('.msg.model .answer script')), 'no markup from text');
+    assert((await page.textContent('#chat-title')).startsWith('Hello **browser**'), 'title from the first message');
+    assert(!(await page.textContent('.topbar')).includes(sessionId), 'no raw id in the header');
+    assert((await page.textContent('#turn-status')) === 'Ready', 'plain status word');
+    await shot('answer-markdown');
   });
 
-  await check('a READ tool runs at once', async () => {
+  await check('desktop: model text is never HTML', async () => {
+    await send(page, '<img src=x onerror="window.pwned=1"> [x](javascript:alert(1)) <b>bold</b>');
+    await waitText(page, '<b>bold</b>');
+    await waitIdle(page);
+    assert(!(await page.evaluate(() => window.pwned)), 'no script ran');
+    assert((await page.$$('.answer img, .answer b, .answer a[href^="javascript"]')).length === 0, 'no element from text');
+  });
+
+  await check('desktop: a READ tool is one card, run at once', async () => {
     await send(page, '/tool clock {}');
-    await waitMessage(page, '← clock: ok');
+    await page.waitForSelector('.tool[data-name="clock"][data-status="ok"]', { timeout: T });
+    await waitText(page, 'Tool clock (ok)');
     await waitIdle(page);
+    assert((await page.$$('.tool[data-name="clock"]')).length === 1, 'one card');
+    const all = (await transcript(page)).join('\n');
+    assert(!all.includes('→ clock') && !all.includes('← clock'), 'no call or result lines');
+    await page.click('.tool[data-name="clock"] .tool-head');
+    assert(/^\d{4}-\d\d-\d\dT/.test((await page.textContent('.tool[data-name="clock"] .result')).trim()), 'result in the card');
+    assert(await page.getAttribute('.tool[data-name="clock"] .tool-head', 'aria-expanded') === 'true', 'expanded');
   });
 
-  await check('approve a tool call', async () => {
+  await check('desktop: an approval waits inline; composer and Stop stay on screen; approve', async () => {
     await send(page, '/tool send_note {"text":"ship it"}');
-    await page.waitForSelector('.card.approval >> text=Approve send_note?', { timeout: T });
-    await shot(page, '03-approval');
-    await page.click('.card.approval button.approve');
-    await waitMessage(page, '← send_note: ok');
-    assert((await messages(page)).some((m) => m.includes('sent to the team') && m.includes('ship it')), 'tool output');
-    await page.waitForSelector('.card.approval', { state: 'detached', timeout: T });
+    await page.waitForSelector('.tool[data-status="approval"] button.approve', { timeout: T });
+    assert(await page.evaluate(() => document.body.dataset.turnStatus) === 'running', 'running');
+    await onScreen(page, '.tool[data-status="approval"] button.approve', 'Approve');
+    await onScreen(page, '#message', 'the message box');
+    await onScreen(page, '#stop', 'Stop');
+    assert((await page.textContent('#turn-status')).includes('approval'), 'status says approval');
+    await shot('approval');
+    await page.click('.tool[data-status="approval"] button.approve');
+    await page.waitForSelector('.tool[data-name="send_note"][data-status="ok"]', { timeout: T });
+    await waitText(page, 'sent to the team');
     await waitIdle(page);
+    assert(await atBottom(page), 'still at the bottom after the approval');
+    assert(await page.isHidden('#stop'), 'Stop gone when idle');
   });
 
-  await check('reject a tool call with a note', async () => {
+  await check('desktop: reject with a note; the note survives a snapshot reload', async () => {
     await send(page, '/tool send_note {"text":"nope"}');
-    await page.waitForSelector('.card.approval', { timeout: T });
-    await page.fill('.card.approval input.note', 'not today');
-    // A snapshot reload (as every 8 s) keeps what is typed in the card.
-    await page.evaluate(() => loadSnapshot());
-    assert(await page.inputValue('.card.approval input.note') === 'not today', 'note kept across a reload');
-    await page.click('.card.approval button.reject');
-    await waitMessage(page, '← send_note: rejected');
+    await page.waitForSelector('.tool[data-status="approval"] .note-input', { timeout: T });
+    await page.fill('.tool[data-status="approval"] .note-input', 'not today');
+    await page.evaluate(() => window.agentReloadSnapshot());
+    assert(await page.inputValue('.tool[data-status="approval"] .note-input') === 'not today', 'note kept');
+    await page.click('.tool[data-status="approval"] button.reject');
+    await page.waitForSelector('.tool[data-status="rejected"]', { timeout: T });
     await waitIdle(page);
   });
 
-  await check('answer /choose with a choice button', async () => {
+  await check('desktop: /choose shows choice buttons inline', async () => {
     await send(page, '/choose Pick a color | Red | Green | Blue');
-    await page.waitForSelector('.card.question >> text=Pick a color', { timeout: T });
-    const choices = await page.$$eval('.card.question button.choice', (b) => b.map((x) => x.textContent));
+    await page.waitForSelector('.tool[data-status="question"] button.choice', { timeout: T });
+    const choices = await texts(page, '.tool[data-status="question"] button.choice');
     assert(JSON.stringify(choices) === '["Red","Green","Blue"]', `choices ${choices}`);
-    await shot(page, '04-question');
-    await page.click('.card.question button.choice >> text=Green');
-    await page.waitForSelector('.card.question', { state: 'detached', timeout: T });
-    await waitMessage(page, 'Green');
+    await onScreen(page, '.tool[data-status="question"] button.choice', 'a choice');
+    await shot('question');
+    await page.click('.tool[data-status="question"] button.choice >> text=Green');
+    await waitText(page, 'Green');
     await waitIdle(page);
   });
 
-  await check('answer /ask in the text box', async () => {
+  await check('desktop: /ask takes a typed answer', async () => {
     await send(page, '/ask What is your name?');
-    await page.waitForSelector('.card.question input.answer', { timeout: T });
-    await page.fill('.card.question input.answer', 'Ada Lovelace');
-    await page.click('.card.question button[type=submit]');
-    await waitMessage(page, 'Ada Lovelace');
+    await page.waitForSelector('.tool[data-status="question"] .answer-input', { timeout: T });
+    await page.fill('.tool[data-status="question"] .answer-input', 'Ada Lovelace');
+    await page.press('.tool[data-status="question"] .answer-input', 'Enter');
+    await waitText(page, 'Ada Lovelace');
     await waitIdle(page);
   });
 
-  await check('a /wait 2 timer shows and fires', async () => {
+  await check('desktop: a /wait 2 timer counts down and fires', async () => {
     const t0 = Date.now();
     await send(page, '/wait 2 tea');
-    await page.waitForSelector('.card.timer >> text=tea', { timeout: T });
-    await shot(page, '05-timer');
-    await page.waitForSelector('.card.timer', { state: 'detached', timeout: T });
-    await waitMessage(page, '← durable_wait: ok');
+    await page.waitForSelector('.tool[data-status="timer"] .left', { timeout: T });
+    assert((await page.textContent('.tool[data-status="timer"]')).includes('tea'), 'reason shown');
+    await shot('timer');
+    await page.waitForSelector('.tool[data-name="durable_wait"][data-status="ok"]', { timeout: T });
     assert(Date.now() - t0 >= 1500, 'fired too early');
     await waitIdle(page);
   });
 
-  await check('draft a plan in plan mode and execute it', async () => {
+  await check('desktop: a plan is a card in the conversation, in view after drafting; Execute runs it', async () => {
     await send(page, 'write the release notes', { plan: true });
     await page.waitForSelector('#execute-plan', { timeout: T });
-    const todos = await page.$$eval('#plan .todos li', (l) => l.length);
-    assert(todos === 2, `todos ${todos}`);
-    assert(await page.textContent('#plan .plan-status') === 'draft', 'draft');
     await waitIdle(page);
-    await shot(page, '06-plan-draft');
+    assert((await page.$$('.plan-card .todos li')).length === 2, 'two tasks');
+    assert(await page.getAttribute('.plan-card .plan-status', 'data-status') === 'draft', 'draft');
+    await onScreen(page, '.plan-card', 'the plan card');
+    await onScreen(page, '#execute-plan', 'Execute');
+    await shot('plan-draft');
     await page.click('#execute-plan');
-    await page.waitForFunction(() => document.querySelector('#plan .plan-status')?.textContent === 'completed', null, { timeout: T });
-    const done = await page.$$eval('#plan .todos li.completed', (l) => l.length);
-    assert(done === 2, `completed todos ${done}`);
+    await page.waitForFunction(() => document.querySelector('.plan-card .plan-status')?.dataset.status === 'completed', null, { timeout: T });
+    assert((await page.$$('.plan-card .todos li.completed')).length === 2, 'tasks completed');
     await waitIdle(page);
-    await shot(page, '07-plan-done');
+    await shot('plan-done');
   });
 
-  await check('queued messages: delete one, steer another', async () => {
+  await check('desktop: queued messages are chips above the composer; Delete one, Steer another', async () => {
     await send(page, '/wait 30 long wait');
-    await page.waitForSelector('.card.timer >> text=long wait', { timeout: T });
+    await page.waitForSelector('.tool[data-status="timer"]', { timeout: T });
     await send(page, 'drop me');
     await send(page, 'change of plan');
     await page.waitForFunction(() => document.querySelectorAll('#queue li').length === 2, null, { timeout: T });
-    await shot(page, '08-queue');
+    await onScreen(page, '#queue li:has-text("change of plan") button.steer', 'Steer');
+    await onScreen(page, '#queue li:has-text("drop me") button.delete', 'Delete');
+    await onScreen(page, '#stop', 'Stop');
+    await shot('queue');
     await page.click('#queue li:has-text("drop me") button.delete');
     await page.waitForFunction(() => document.querySelectorAll('#queue li').length === 1, null, { timeout: T });
     await page.click('#queue li:has-text("change of plan") button.steer');
-    await waitMessage(page, 'Local demo response: change of plan');
-    await page.waitForSelector('.card.timer', { state: 'detached', timeout: T });
-    assert(!(await messages(page)).some((m) => m.includes('drop me')), 'deleted message never ran');
+    await waitText(page, 'Local demo response: change of plan');
     await waitIdle(page);
+    assert(!(await transcript(page)).some((m) => m.includes('drop me')), 'the deleted message never ran');
+    assert((await transcript(page)).some((m) => m.includes('Interrupted')), 'a note says the turn was interrupted');
   });
 
-  await check('stop a turn', async () => {
+  await check('desktop: Stop ends a turn', async () => {
     await send(page, '/wait 30 stop me');
-    await page.waitForSelector('.card.timer >> text=stop me', { timeout: T });
-    await page.waitForFunction(() => !document.getElementById('stop').disabled, null, { timeout: T });
+    await page.waitForSelector('.tool[data-status="timer"]', { timeout: T });
+    await onScreen(page, '#stop', 'Stop');
     await page.click('#stop');
     await page.waitForFunction(() => document.body.dataset.turnStatus === 'cancelled', null, { timeout: T });
-    await page.waitForSelector('.card.timer', { state: 'detached', timeout: T });
-    await shot(page, '09-stopped');
+    await page.waitForSelector('.tool[data-name="durable_wait"][data-status="cancelled"]', { timeout: T });
+    assert((await transcript(page)).some((m) => m.trim() === 'Stopped'), 'a Stopped note');
+    await shot('stopped');
   });
 
-  await check('reload the page mid-turn and see the same state', async () => {
-    await send(page, '/tool send_note {"text":"after reload"}');
-    await page.waitForSelector('.card.approval', { timeout: T });
-    const callId = await page.getAttribute('.card.approval', 'data-call-id');
-    const before = await messages(page);
-    await page.reload();
-    await page.waitForSelector(`.card.approval[data-call-id="${callId}"]`, { timeout: T });
-    assert(await page.evaluate(() => document.body.dataset.turnStatus) === 'running', 'turn still running');
-    const after = await messages(page);
-    assert(JSON.stringify(before) === JSON.stringify(after), 'same messages after reload');
-    await page.waitForFunction(() => document.body.dataset.stream === 'live', null, { timeout: T });
-    await page.click('.card.approval button.approve');
-    await waitMessage(page, 'after reload');
-    await waitMessage(page, '← send_note: ok');
+  await check('desktop: /fail 2 shows "retrying (attempt 2 of 3)" then the answer', async () => {
+    await send(page, '/fail 2');
+    await page.waitForFunction(() => /Retrying \(attempt 2 of 3\) in \d+ s/.test(document.getElementById('typing').innerText), null, { timeout: T });
+    await onScreen(page, '#typing', 'the retry line');
+    await shot('retrying');
+    await waitText(page, 'Recovered: /fail 2 succeeded on attempt 3');
     await waitIdle(page);
-    await shot(page, '10-after-reload');
+    assert(await page.isHidden('#typing'), 'the typing line goes');
   });
 
-  await check('the session URL in another browser without the token is refused', async () => {
-    const other = await browser.newContext();
-    const p2 = await other.newPage();
-    const refused = [];
-    p2.on('response', (r) => { if (r.status() === 403) refused.push(r.url()); });
-    await p2.goto(sessionUrl);
-    await p2.waitForSelector('#error:not([hidden])', { timeout: T });
-    const banner = await p2.textContent('#error');
-    assert(banner.includes('no token'), `banner: ${banner}`);
-    assert(refused.length >= 1, 'a 403 from the server');
-    assert((await p2.$$('#messages li')).length === 0, 'no messages shown');
-    await shot(p2, '11-refused');
-    await other.close();
+  await check('desktop: /fail 9 shows an error card with the message and Retry', async () => {
+    await send(page, '/fail 9');
+    await page.waitForSelector('.error-card', { timeout: T });
+    assert((await page.textContent('.error-card')).includes('/fail 9 (attempt 3)'), 'the message');
+    await onScreen(page, '.error-card', 'the error card');
+    await onScreen(page, '.error-card button.retry', 'Retry');
+    await shot('error');
+    const before = (await page.$$('.error-card')).length;
+    await page.click('.error-card button.retry');
+    await page.waitForFunction((n) => document.querySelectorAll('.error-card').length > n, before, { timeout: T });
+    await waitIdle(page);
   });
 
-  await check('load older messages', async () => {
-    // A second session with more than 200 messages, filled through the routes.
-    const r = await page.evaluate(async () => {
-      const res = await fetch('sessions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
-      return res.json();
+  await check('desktop: events update the transcript in place; a snapshot reload keeps nodes and selection', async () => {
+    await page.evaluate(() => {
+      const li = document.querySelector('#messages li.msg.user');
+      li.dataset.probe = 'kept';
+      const r = document.createRange();
+      r.selectNodeContents(li.querySelector('.bubble'));
+      getSelection().removeAllRanges();
+      getSelection().addRange(r);
     });
+    const count = (await page.$$('#messages > li')).length;
+    await page.evaluate(() => window.agentReloadSnapshot());
+    await page.waitForTimeout(300);
+    assert(await page.$('#messages li[data-probe="kept"]'), 'the same node');
+    assert((await page.evaluate(() => String(getSelection()))).length > 0, 'selection kept');
+    assert((await page.$$('#messages > li')).length === count, 'nothing added or dropped');
+  });
+
+  await check('desktop: reading older messages stops auto-scroll; "jump to latest" returns', async () => {
+    // Sending jumps to the latest; what arrives while the reader is up the
+    // page does not move it.
+    await send(page, '/wait 2 while you read');
+    await page.waitForSelector('.tool[data-status="timer"]', { timeout: T });
+    await page.evaluate(() => { document.getElementById('scroller').scrollTop = 0; });
+    await page.waitForSelector('#jump:not([hidden])', { timeout: T });
+    await waitText(page, 'Tool durable_wait (ok)');
+    await waitIdle(page);
+    assert(!(await atBottom(page)), 'did not jump while reading');
+    assert(await page.evaluate(() => document.getElementById('scroller').scrollTop) < 50, 'stayed where the reader was');
+    await onScreen(page, '#jump', 'jump to latest');
+    await shot('jump-to-latest');
+    await page.click('#jump');
+    await page.waitForFunction(() => {
+      const s = document.getElementById('scroller');
+      return s.scrollHeight - s.scrollTop - s.clientHeight < 90;
+    }, null, { timeout: T });
+    assert(await page.isHidden('#jump'), 'button gone at the bottom');
+  });
+
+  await check('desktop: reload mid-turn shows the same state', async () => {
+    await send(page, '/tool send_note {"text":"after reload"}');
+    await page.waitForSelector('.tool[data-status="approval"]', { timeout: T });
+    const callId = await page.getAttribute('.tool[data-status="approval"]', 'data-call-id');
+    const before = await transcript(page);
+    await page.reload();
+    await page.waitForSelector(`.tool[data-call-id="${callId}"][data-status="approval"]`, { timeout: T });
+    await waitLive(page);
+    assert(await page.evaluate(() => document.body.dataset.turnStatus) === 'running', 'still running');
+    const after = await transcript(page);
+    assert(after.length >= Math.min(before.length, 1) && after.at(-1) === before.at(-1), 'same last item');
+    await page.click(`.tool[data-call-id="${callId}"] button.approve`);
+    await page.waitForSelector(`.tool[data-call-id="${callId}"][data-status="ok"]`, { timeout: T });
+    await waitIdle(page);
+  });
+
+  await check('desktop: the sidebar lists this browser\'s chats, newest first, titled by their first message', async () => {
+    await newChat(page, 'second chat please');
+    await waitText(page, 'Local demo response: second chat please');
+    const titles = await texts(page, '#session-list .session-link .t');
+    assert(titles[0] === 'second chat please' && titles[1].startsWith('Hello **browser**'), `titles ${titles}`);
+    assert(await page.getAttribute('#session-list li:first-child a', 'aria-current') === 'page', 'current chat marked');
+    await page.click('#session-list li:nth-child(2) a');
+    await page.waitForURL((u) => u.href.includes(sessionId), { timeout: T });
+    await waitText(page, 'Local demo response: Hello browser');
+    await shot('sidebar');
+  });
+
+  await check('desktop: keyboard: Enter sends, Shift+Enter adds a line; every button has a name', async () => {
+    await page.focus('#message');
+    await page.keyboard.type('line one');
+    await page.keyboard.press('Shift+Enter');
+    await page.keyboard.type('line two');
+    assert(await page.inputValue('#message') === 'line one\nline two', 'a new line');
+    await page.keyboard.press('Enter');
+    await waitText(page, 'Local demo response: line one');
+    await waitIdle(page);
+    const unnamed = await page.$$eval('button:not([hidden])', (bs) => bs.filter((b) => b.offsetParent !== null &&
+      !(b.getAttribute('aria-label') || b.textContent.trim())).map((b) => b.outerHTML.slice(0, 80)));
+    assert(unnamed.length === 0, `buttons without a name: ${unnamed}`);
+    assert(await page.getAttribute('#messages', 'role') === 'log', 'the transcript is a log');
+  });
+
+  await check('desktop: the dark theme', async () => {
+    await page.click('#theme-toggle');
+    assert(await page.evaluate(() => document.documentElement.dataset.theme) === 'dark', 'dark');
+    await page.reload();
+    await waitLive(page);
+    assert(await page.evaluate(() => document.documentElement.dataset.theme) === 'dark', 'kept across a reload');
+    await send(page, '/tool send_note {"text":"dark"}');
+    await page.waitForSelector('.tool[data-status="approval"]', { timeout: T });
+    await shot('dark-approval');
+    await page.click('.tool[data-status="approval"] button.approve');
+    await waitIdle(page);
+    await page.click('#theme-toggle');
+  });
+
+  await check('desktop: a dropped event stream shows "Reconnecting" and recovers', async () => {
+    await page.route('**/events', (route) => route.abort());
+    await page.evaluate(() => { window.__abort = true; });
+    await page.reload();
+    await page.waitForFunction(() => document.body.dataset.stream === 'reconnecting', null, { timeout: T });
+    assert((await page.textContent('#banner')).includes('Reconnecting'), 'banner');
+    await shot('reconnecting');
+    await page.unroute('**/events');
+    await waitLive(page);
+    await page.waitForSelector('#banner', { state: 'hidden', timeout: T });
+  });
+
+  await check('desktop: load earlier messages keeps the reading position', async () => {
+    const r = await page.evaluate(async () => (await fetch('sessions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' })).json());
     await page.evaluate(async ({ id, token }) => {
       localStorage.setItem(`ai-agent-token:${id}`, token);
       for (let i = 1; i <= 110; i++) {
@@ -252,24 +419,173 @@ try {
         if (!res.ok) throw new Error(`send ${i}: ${res.status}`);
       }
     }, { id: r.session_id, token: r.session_token });
-    await page.goto(`${base}/products/ai-agent/?session=${r.session_id}`);
-    await waitMessage(page, 'Local demo response: bulk 110', 60000);
+    await page.goto(`${APP}?session=${r.session_id}`);
+    await waitText(page, 'Local demo response: bulk 110', 60000);
     await waitIdle(page, 60000);
     await page.reload();
     await page.waitForSelector('#load-older:not([hidden])', { timeout: T });
-    const n = (await messages(page)).length;
-    assert(n === 200, `newest 200 shown, not ${n}`);
-    assert(!(await messages(page)).some((m) => m.startsWith('bulk 1\n') || m === 'bulk 1'), 'oldest not shown yet');
+    assert((await page.$$('#messages > li')).length === 200, 'newest 200 shown');
+    await page.evaluate(() => { document.getElementById('scroller').scrollTop = 0; });
+    const firstSeq = await page.$eval('#messages > li', (li) => li.dataset.seq);
+    const y0 = await page.$eval(`#messages > li[data-seq="${firstSeq}"]`, (li) => li.getBoundingClientRect().top);
     await page.click('#load-older');
-    await page.waitForFunction(() => document.querySelectorAll('#messages li').length > 200, null, { timeout: T });
-    await waitMessage(page, 'bulk 1\n');
-    await shot(page, '12-older');
+    await page.waitForFunction(() => document.querySelectorAll('#messages > li').length > 200, null, { timeout: T });
+    const y1 = await page.$eval(`#messages > li[data-seq="${firstSeq}"]`, (li) => li.getBoundingClientRect().top);
+    assert(Math.abs(y1 - y0) < 80, `the page did not jump: ${y0} -> ${y1}`);
+    assert((await page.evaluate(() => document.getElementById('messages').innerText)).includes('bulk 1\n'), 'bulk 1 loaded');
+    await shot('older');
   });
 
-  await check('no page errors', async () => {
-    assert(consoleErrors.length === 0, consoleErrors.join('; '));
+  await check('desktop: no page errors', async () => {
+    assert(errors.length === 0, errors.join('; '));
   });
   await context.close();
+  return sessionUrl;
+}
+
+// ---- access banners --------------------------------------------------------------------------
+
+async function banners(sessionUrl) {
+  await check('another browser without the token: "no access", nothing shown', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const p2 = await ctx.newPage();
+    const refused = [];
+    p2.on('response', (r) => { if (r.status() === 403) refused.push(r.url()); });
+    await p2.goto(sessionUrl);
+    await p2.waitForSelector('#banner:not([hidden])', { timeout: T });
+    assert((await p2.textContent('#banner')).includes('no access'), await p2.textContent('#banner'));
+    assert((await p2.$$('#messages > li')).length === 0, 'no messages');
+    assert(await p2.isDisabled('#message'), 'composer disabled');
+    assert(refused.length === 0, 'not even asked: no token');
+    await p2.screenshot({ path: path.join(outDir, 'desktop-90-no-access.png') });
+    await ctx.close();
+  });
+
+  await check('a key that no longer matches (server restarted with another key): a truthful banner', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const p2 = await ctx.newPage();
+    const id = new URL(sessionUrl).searchParams.get('session');
+    await p2.goto(APP);
+    await p2.evaluate((sid) => localStorage.setItem(`ai-agent-token:${sid}`, 'ab'.repeat(32)), id);
+    await p2.goto(sessionUrl);
+    await p2.waitForSelector('#banner[data-kind="changed-key"]', { timeout: T });
+    const text = await p2.textContent('#banner');
+    assert(text.includes('different session key') && !text.includes('no access'), text);
+    assert(await p2.$('#banner button >> text=Remove from this browser'), 'remove action');
+    await p2.screenshot({ path: path.join(outDir, 'desktop-91-changed-key.png') });
+    await ctx.close();
+  });
+
+  await check('a chat the server no longer has: "no longer exists"', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const p2 = await ctx.newPage();
+    const id = 'ai-agent-00000000-0000-4000-8000-000000000000';
+    await p2.goto(APP);
+    await p2.evaluate(({ sid, tok }) => localStorage.setItem(`ai-agent-token:${sid}`, tok), { sid: id, tok: sign(id) });
+    await p2.goto(`${APP}?session=${id}`);
+    await p2.waitForSelector('#banner[data-kind="missing"]', { timeout: T });
+    assert((await p2.textContent('#banner')).includes('no longer exists'), await p2.textContent('#banner'));
+    await p2.click('#banner button >> text=Remove from this browser');
+    await p2.waitForSelector('#welcome:not([hidden])', { timeout: T });
+    assert(!(await p2.evaluate((sid) => localStorage.getItem(`ai-agent-token:${sid}`), id)), 'forgotten');
+    await p2.screenshot({ path: path.join(outDir, 'desktop-92-missing.png') });
+    await ctx.close();
+  });
+}
+
+// ---- a phone ---------------------------------------------------------------------------------------
+
+async function phone() {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  const shot = shooter(page, 'mobile');
+
+  await check('mobile: the first screen fits the phone', async () => {
+    await page.goto(APP);
+    await page.waitForSelector('#welcome:not([hidden])', { timeout: T });
+    await onScreen(page, '#message', 'the message box');
+    assert(await page.isHidden('#sidebar') || !(await page.locator('#sidebar').boundingBox()) ||
+      (await page.locator('#sidebar').boundingBox()).x + (await page.locator('#sidebar').boundingBox()).width <= 1, 'sidebar off screen');
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth > innerWidth);
+    assert(!overflow, 'no horizontal scrolling');
+    await shot('welcome');
+  });
+
+  await check('mobile: an approval with the composer and Stop on screen', async () => {
+    await newChat(page, '/tool send_note {"text":"from the phone"}');
+    await page.waitForSelector('.tool[data-status="approval"] button.approve', { timeout: T });
+    await onScreen(page, '.tool[data-status="approval"] button.approve', 'Approve');
+    await onScreen(page, '#message', 'the message box');
+    await onScreen(page, '#stop', 'Stop');
+    await shot('approval');
+    await page.click('.tool[data-status="approval"] button.approve');
+    await page.waitForSelector('.tool[data-status="ok"]', { timeout: T });
+    await waitIdle(page);
+    await shot('answer');
+  });
+
+  await check('mobile: the plan card is in view after drafting', async () => {
+    await send(page, 'plan a trip', { plan: true });
+    await page.waitForSelector('#execute-plan', { timeout: T });
+    await waitIdle(page);
+    await onScreen(page, '#execute-plan', 'Execute');
+    await shot('plan-draft');
+    await page.click('#execute-plan');
+    await page.waitForFunction(() => document.querySelector('.plan-card .plan-status')?.dataset.status === 'completed', null, { timeout: T });
+    await waitIdle(page);
+  });
+
+  await check('mobile: queued chips and Stop above the keyboard line', async () => {
+    await send(page, '/wait 30 hold on');
+    await page.waitForSelector('.tool[data-status="timer"]', { timeout: T });
+    await send(page, 'next thing');
+    await page.waitForSelector('#queue li button.steer', { timeout: T });
+    await onScreen(page, '#queue li button.steer', 'Steer');
+    await onScreen(page, '#stop', 'Stop');
+    await shot('queue');
+    await page.click('#stop');
+    await page.waitForFunction(() => document.body.dataset.turnStatus !== 'running' || !document.querySelector('.tool[data-status="timer"]'), null, { timeout: T });
+    await waitIdle(page, 20000);
+  });
+
+  await check('mobile: a failed turn: the error and Retry are visible', async () => {
+    await send(page, '/fail 9');
+    await page.waitForSelector('.error-card button.retry', { timeout: T });
+    await waitIdle(page);
+    await onScreen(page, '.error-card', 'the error card');
+    await onScreen(page, '.error-card button.retry', 'Retry');
+    await shot('error');
+  });
+
+  await check('mobile: the chat list is a drawer', async () => {
+    await page.click('#open-sidebar');
+    await page.waitForFunction(() => document.body.classList.contains('drawer-open'), null, { timeout: T });
+    await page.waitForTimeout(300); // the slide-in transition
+    await onScreen(page, '#session-list li a', 'a chat in the list');
+    await shot('drawer');
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(() => !document.body.classList.contains('drawer-open'), null, { timeout: T });
+  });
+
+  await check('mobile: the dark theme', async () => {
+    await page.click('#theme-toggle');
+    await shot('dark');
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth > innerWidth);
+    assert(!overflow, 'no horizontal scrolling');
+  });
+
+  await check('mobile: no page errors', async () => {
+    assert(errors.length === 0, errors.join('; '));
+  });
+  await context.close();
+}
+
+try {
+  const url = await desktop();
+  await banners(url);
+  await phone();
 } catch (e) {
   failed++;
   console.log(`FAIL browser session: ${e}`);

@@ -20,9 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "support/temp_store.h"
 #include "testing.h"
 
 static char dir[256];
+static char store[1024]; /* a SQLite file, or a PostgreSQL schema (temp_store.h) */
 
 static char *path_of(const char *name) {
   static char buf[4][512];
@@ -124,7 +126,7 @@ static dexa_agent *make_agent(int slow_summaries) {
 static dexa_runtime *open_runtime(dexa_agent *a) {
   dexa_runtime_options o;
   dexa_runtime_options_init(&o, sizeof o);
-  o.store = path_of("agent.db");
+  o.store = store;
   o.lease_ms = 600;
   dexa_runtime *rt = NULL;
   char err[256];
@@ -210,10 +212,12 @@ static int wait_lines(const char *name, int n, int ms) {
 static void fresh_dir(void) {
   snprintf(dir, sizeof dir, "/tmp/dexa-agent-crash-XXXXXX");
   if (!mkdtemp(dir)) dir[0] = '\0';
+  temp_store_path(store, sizeof store, "agent");
 }
 
 static void cleanup_dir(void) {
   char cmd[600];
+  temp_store_remove(store);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
 }

@@ -11,10 +11,12 @@
 #include <dexagents/dexagents.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "testing.h"
@@ -101,6 +103,7 @@ static int setup(void) {
   o.settings_extra_json = "{\"mcp_tools\":[{\"name\":\"files__read\"}],\"note\":\"x\"}";
   o.max_body_bytes = 64 * 1024;
   o.heartbeat_ms = 300;
+  o.allowed_hosts = "agent.example, other.example:7";
   if (rc == DEXA_OK) rc = dexa_http_agent_routes_new(&g_routes, g_rt, &o, err, sizeof err);
   if (rc != DEXA_OK) {
     fprintf(stderr, "setup: %s %s\n", dexa_error_name(rc), err);
@@ -160,9 +163,13 @@ static size_t on_header(char *p, size_t sz, size_t n, void *u) {
 
 /* method path (under the prefix) with the token header (NULL: none), a
  * body (NULL: none) and one more header line (NULL: none). */
+static size_t g_body_len; /* the next request's body length (0: strlen) */
+
 static resp *http(const char *method, const char *path, const char *token, const char *body,
                   const char *extra_header, const char *stop_at, long timeout_ms) {
   static resp r;
+  size_t body_len = g_body_len ? g_body_len : body ? strlen(body) : 0;
+  g_body_len = 0;
   memset(&r, 0, sizeof r);
   r.stop_at = stop_at;
   char url[512], th[160];
@@ -175,12 +182,15 @@ static resp *http(const char *method, const char *path, const char *token, const
   }
   if (extra_header) h = curl_slist_append(h, extra_header);
   h = curl_slist_append(h, "Expect:");
-  if (body) h = curl_slist_append(h, "Content-Type: application/json");
+  /* A POST is JSON unless the test names another media type. */
+  int own_type = extra_header && strncasecmp(extra_header, "Content-Type:", 13) == 0;
+  if ((body || strcmp(method, "POST") == 0) && !own_type)
+    h = curl_slist_append(h, "Content-Type: application/json");
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
   if (body) {
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)body_len);
   }
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -738,6 +748,214 @@ static void test_event_stream_heartbeat_and_live_events(void) {
   CHECK_CONTAINS(r->body, ": keep-alive\n\n");
 }
 
+/* ---- hardening: bodies, media types, Host, headers ------------------------------------- */
+
+/* Bodies that a parser would read as something else than what was sent are
+ * refused with 400 before the RPC runs, and change nothing. */
+static void test_bodies_that_are_not_exactly_one_json_value_are_400(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  struct {
+    const char *body;
+    size_t len;
+  } bad[] = {
+      {"{\"text\":\"hi\"} x", 0},
+      {"{\"text\":\"hi\"}{\"text\":\"again\"}", 0},
+      {"{\"text\":\"hi\"}\n\n[]", 0},
+      {"{\"text\":\"a\\u0000b\"}", 0},
+      {"{\"text\":\"a\\u0000\"}", 0},
+      {"{\"text\":\"a\0b\"}", 13},
+      {"{\"text\":\"hi\"}\0", 14},
+      {"{\"text\":\"\xff\"}", 0},
+      {"{\"text\":\"\xc0\xaf\"}", 0},
+      {"{\"text\":\"\xed\xa0\x80\"}", 0},
+      {"{\"text\":\"\xf4\x90\x80\x80\"}", 0},
+      {"{\"text\":\"\xe2\x82\"}", 0},
+      {"{\"text\":\"a\",\"text\":\"b\"}", 0},
+      {"{\"text\":\"\\ud800\"}", 0},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    g_body_len = bad[i].len;
+    resp *r = POST(path_of(&s, "/messages"), s.token, bad[i].body);
+    if (r->status != 400) fprintf(stderr, "    bad body %zu: %ld %s\n", i, r->status, r->body);
+    CHECK_EQ_INT(r->status, 400);
+  }
+  g_body_len = 13;
+  CHECK_EQ_INT(POST("/sessions", NULL, "{\"model\":\"\0\"}")->status, 400);
+  cJSON *snap = snapshot(&s);
+  CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "messages")), 0);
+  CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "queue")), 0);
+  cJSON_Delete(snap);
+  /* Escapes and multi-byte characters that are fine pass. */
+  resp *r = POST(path_of(&s, "/messages"), s.token,
+                 "{\"text\":\"caf\xc3\xa9 \xf0\x9f\x99\x82 \\u00e9 \\\"q\\\" \\\\u0000\"} \n");
+  CHECK_EQ_INT(r->status, 200);
+  idle(&s);
+  snap = snapshot(&s);
+  char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(snap, "messages"));
+  cJSON_Delete(snap);
+  CHECK(text && strstr(text, "caf\xc3\xa9 \xf0\x9f\x99\x82"));
+  free(text);
+}
+
+/* Only application/json reaches a POST route: a cross-site form or a
+ * text/plain post cannot. */
+static void test_post_routes_accept_only_application_json(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  const char *types[] = {"Content-Type: text/plain", "Content-Type: application/x-www-form-urlencoded",
+                         "Content-Type: multipart/form-data; boundary=x",
+                         "Content-Type: application/json; charset=latin1",
+                         "Content-Type: application/jsonx", "Content-Type:"};
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+    resp *r = http("POST", path_of(&s, "/messages"), s.token, "{\"text\":\"hi\"}", types[i], NULL, 0);
+    if (r->status != 415) fprintf(stderr, "    %s: %ld\n", types[i], r->status);
+    CHECK_EQ_INT(r->status, 415);
+    CHECK_CONTAINS(r->body, "application/json");
+  }
+  CHECK_EQ_INT(http("POST", "/sessions", NULL, "{}", "Content-Type: text/plain", NULL, 0)->status, 415);
+  cJSON *snap = snapshot(&s);
+  CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "messages")), 0);
+  cJSON_Delete(snap);
+  resp *r = http("POST", path_of(&s, "/stop"), s.token, "{}",
+                 "Content-Type: Application/JSON; charset=UTF-8", NULL, 0);
+  CHECK_EQ_INT(r->status, 409); /* past the media type: nothing to stop */
+}
+
+/* A page of another name that resolves to this server (DNS rebinding)
+ * sends its own Host: refused with 421 on every route. */
+static void test_host_header_must_name_this_server(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  unsigned port = 0;
+  sscanf(g_base, "http://127.0.0.1:%u", &port);
+  char evil[64], local[64], allowed[64], wrong_port[64];
+  snprintf(evil, sizeof evil, "Host: evil.example:%u", port);
+  snprintf(local, sizeof local, "Host: localhost:%u", port);
+  snprintf(allowed, sizeof allowed, "Host: agent.example:%u", port);
+  snprintf(wrong_port, sizeof wrong_port, "Host: 127.0.0.1:%u", port + 1);
+  const char *refused[] = {evil, wrong_port, "Host: other.example:8", "Host: 127.0.0.1"};
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    resp *r = http("GET", "/settings", NULL, NULL, refused[i], NULL, 0);
+    if (r->status != 421) fprintf(stderr, "    %s: %ld\n", refused[i], r->status);
+    CHECK_EQ_INT(r->status, 421);
+    CHECK_EQ_INT(http("GET", s.path, s.token, NULL, refused[i], NULL, 0)->status, 421);
+    CHECK_EQ_INT(http("GET", path_of(&s, "/events"), s.token, NULL, refused[i], NULL, 0)->status, 421);
+    CHECK_EQ_INT(http("POST", path_of(&s, "/messages"), s.token, "{\"text\":\"x\"}", refused[i], NULL, 0)->status,
+                 421);
+  }
+  CHECK_EQ_INT(http("GET", "/settings", NULL, NULL, local, NULL, 0)->status, 200);
+  CHECK_EQ_INT(http("GET", "/settings", NULL, NULL, allowed, NULL, 0)->status, 200);
+  CHECK_EQ_INT(http("GET", "/settings", NULL, NULL, "Host: agent.example", NULL, 0)->status, 200);
+  CHECK_EQ_INT(http("GET", "/settings", NULL, NULL, "Host: other.example:7", NULL, 0)->status, 200);
+  cJSON *snap = snapshot(&s);
+  CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "messages")), 0);
+  cJSON_Delete(snap);
+}
+
+static void check_security_headers(const resp *r) {
+  CHECK_CONTAINS(r->headers, "Content-Security-Policy: default-src 'none'; frame-ancestors 'none'");
+  CHECK_CONTAINS(r->headers, "X-Content-Type-Options: nosniff");
+  CHECK_CONTAINS(r->headers, "X-Frame-Options: DENY");
+  CHECK_CONTAINS(r->headers, "Referrer-Policy: no-referrer");
+}
+
+static void test_every_response_has_security_headers(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  check_security_headers(GET("/settings", NULL));
+  check_security_headers(GET(s.path, s.token));
+  check_security_headers(GET(s.path, NULL)); /* 403 */
+  check_security_headers(POST("/sessions", NULL, "{")); /* 400 */
+  check_security_headers(http("GET", "/settings", NULL, NULL, "Host: evil.example", NULL, 0));
+  check_security_headers(http("GET", path_of(&s, "/events"), s.token, NULL, NULL, "session_started", 5000));
+  /* The helper for a host's own responses. */
+  struct MHD_Response *mr = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+  CHECK_EQ_INT(dexa_http_security_headers(mr, "default-src 'self'"), DEXA_OK);
+  CHECK_STR(MHD_get_response_header(mr, "Content-Security-Policy"), "default-src 'self'");
+  CHECK_STR(MHD_get_response_header(mr, "X-Content-Type-Options"), "nosniff");
+  CHECK_EQ_INT(dexa_http_security_headers(mr, "a\r\nX-Evil: 1"), DEXA_E_INVALID_ARG);
+  CHECK_EQ_INT(dexa_http_security_headers(NULL, NULL), DEXA_E_INVALID_ARG);
+  MHD_destroy_response(mr);
+}
+
+static void test_execute_without_a_plan_is_409(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  resp *r = POST(path_of(&s, "/plan/execute"), s.token, "{\"revision\":1}");
+  CHECK_EQ_INT(r->status, 409);
+  CHECK_CONTAINS(r->body, "no plan");
+  session m;
+  snprintf(m.id, sizeof m.id, "ai-agent-00000000-0000-4000-8000-00000000dead");
+  token_for(m.id, m.token);
+  snprintf(m.path, sizeof m.path, "/sessions/%s", m.id);
+  CHECK_EQ_INT(POST(path_of(&m, "/plan/execute"), m.token, "{\"revision\":1}")->status, 404);
+}
+
+/* A token past the stream's head (a store restored from a backup) is a
+ * 400, not a stream that waits for events that never come. */
+static void test_resume_token_beyond_the_head_is_400(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  idle(&s);
+  cJSON *snap = snapshot(&s);
+  char tok[128], ahead[160], q[512];
+  snprintf(tok, sizeof tok, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(snap, "resume_token")));
+  cJSON_Delete(snap);
+  char *dot = strchr(tok, '.');
+  CHECK(dot != NULL);
+  long seq = strtol(dot + 1, NULL, 10);
+  snprintf(ahead, sizeof ahead, "%.*s.%ld.0", (int)(dot - tok), tok, seq + 50);
+  snprintf(q, sizeof q, "%s?resume_token=%s", path_of(&s, "/events"), ahead);
+  resp *r = http("GET", q, s.token, NULL, NULL, NULL, 3000);
+  CHECK_EQ_INT(r->status, 400);
+  CHECK_CONTAINS(r->body, "reload the snapshot");
+}
+
+static void test_daemon_options_and_limits(void) {
+  dexa_http_agent_routes_options o;
+  CHECK_EQ_INT(dexa_http_agent_routes_options_init(&o, sizeof o), DEXA_OK);
+  CHECK_EQ_INT(o.idle_timeout_s, 30);
+  CHECK_EQ_INT(o.max_connections, 512);
+  CHECK_EQ_INT(o.max_connections_per_client, 64);
+  CHECK_EQ_INT(o.request_timeout_ms, 30000);
+  const char *m[] = {"mock/dex"};
+  o.models = m;
+  o.model_count = 1;
+  o.idle_timeout_s = 10;
+  o.max_connections_per_client = 5;
+  dexa_http_agent_routes *r = NULL;
+  char err[128] = "";
+  CHECK_EQ_INT(dexa_http_agent_routes_new(&r, g_rt, &o, err, sizeof err), DEXA_E_INVALID_ARG);
+  CHECK_CONTAINS(err, "heartbeat_ms");
+  o.heartbeat_ms = 5000;
+  CHECK_EQ_INT(dexa_http_agent_routes_new(&r, g_rt, &o, err, sizeof err), DEXA_OK);
+  struct MHD_OptionItem items[DEXA_HTTP_DAEMON_OPTIONS_MAX];
+  CHECK_EQ_INT(dexa_http_agent_routes_daemon_options(r, items, 2), DEXA_E_INVALID_ARG);
+  CHECK_EQ_INT(dexa_http_agent_routes_daemon_options(r, items, DEXA_HTTP_DAEMON_OPTIONS_MAX), DEXA_OK);
+  int seen = 0;
+  for (int i = 0; i < DEXA_HTTP_DAEMON_OPTIONS_MAX && items[i].option != MHD_OPTION_END; i++) {
+    long v = (long)items[i].value;
+    if (items[i].option == MHD_OPTION_CONNECTION_TIMEOUT) seen |= v == 10 ? 1 : 0;
+    if (items[i].option == MHD_OPTION_PER_IP_CONNECTION_LIMIT) seen |= v == 5 ? 2 : 0;
+    if (items[i].option == MHD_OPTION_CONNECTION_LIMIT) seen |= v == 512 ? 4 : 0;
+  }
+  CHECK_EQ_INT(seen, 7);
+  dexa_http_agent_routes_free(r);
+  o.max_connections = -1;
+  CHECK_EQ_INT(dexa_http_agent_routes_new(&r, g_rt, &o, err, sizeof err), DEXA_E_INVALID_ARG);
+  /* A 1.0-sized struct still works, with the 1.1 defaults. */
+  dexa_http_agent_routes_options old;
+  size_t v10 = offsetof(dexa_http_agent_routes_options, heartbeat_ms) + sizeof(int64_t);
+  CHECK_EQ_INT(dexa_http_agent_routes_options_init(&old, v10), DEXA_OK);
+  old.models = m;
+  old.model_count = 1;
+  CHECK_EQ_INT(dexa_http_agent_routes_new(&r, g_rt, &old, err, sizeof err), DEXA_OK);
+  CHECK_EQ_INT(dexa_http_agent_routes_daemon_options(r, items, DEXA_HTTP_DAEMON_OPTIONS_MAX), DEXA_OK);
+  CHECK_EQ_INT(items[0].value, 30);
+  dexa_http_agent_routes_free(r);
+}
+
 static void *shutdown_later(void *arg) {
   (void)arg;
   struct timespec ts = {0, 300 * 1000 * 1000};
@@ -788,6 +1006,13 @@ int main(void) {
   RUN(test_no_cors_headers);
   RUN(test_event_stream_ids_resume_and_bad_tokens);
   RUN(test_event_stream_heartbeat_and_live_events);
+  RUN(test_bodies_that_are_not_exactly_one_json_value_are_400);
+  RUN(test_post_routes_accept_only_application_json);
+  RUN(test_host_header_must_name_this_server);
+  RUN(test_every_response_has_security_headers);
+  RUN(test_execute_without_a_plan_is_409);
+  RUN(test_resume_token_beyond_the_head_is_400);
+  RUN(test_daemon_options_and_limits);
   RUN(test_shutdown_ends_open_streams);
   teardown();
   curl_global_cleanup();

@@ -112,7 +112,7 @@ static int crash_and_resume(fake *f, const char *path, const char *sid, const ch
   return rc;
 }
 
-static char dbpath[512];
+static char dbpath[1024];
 
 static void test_killed_worker_step_runs_again(void) {
   fake f;
@@ -169,9 +169,11 @@ static int open_together_child(const char *path, const char *go, int i) {
 static void test_processes_open_new_store_together(void) {
   enum { WORKERS = 6, ROUNDS = 4 };
   for (int round = 0; round < ROUNDS; round++) {
-    char path[600], go[700];
-    snprintf(path, sizeof path, "%s.together%d", dbpath, round);
-    snprintf(go, sizeof go, "%s.go", path);
+    char path[1024], go[700];
+    char name[32];
+    snprintf(name, sizeof name, "together%d", round);
+    temp_store_path(path, sizeof path, name);
+    snprintf(go, sizeof go, "%s.go", marker);
     pid_t pids[WORKERS];
     for (int i = 0; i < WORKERS; i++) {
       pids[i] = fork();
@@ -200,23 +202,20 @@ static void test_processes_open_new_store_together(void) {
     }
     dexa_free(list);
     dexa_runtime_free(rt);
-    char extra[700];
-    unlink(path);
+    temp_store_remove(path);
     unlink(go);
-    snprintf(extra, sizeof extra, "%s-wal", path);
-    unlink(extra);
-    snprintf(extra, sizeof extra, "%s-shm", path);
-    unlink(extra);
   }
 }
 
 int main(void) {
   temp_db(dbpath, sizeof dbpath, "crash");
-  snprintf(marker, sizeof marker, "%s.started", dbpath);
+  const char *tmp = getenv("TMPDIR");
+  snprintf(marker, sizeof marker, "%s/dexa-crash-%ld.started", tmp && *tmp ? tmp : "/tmp",
+           (long)getpid());
   RUN(test_killed_worker_step_runs_again);
   RUN(test_killed_single_attempt_step_never_runs_again);
   RUN(test_processes_open_new_store_together);
-  unlink(dbpath);
+  temp_store_remove(dbpath);
   unlink(marker);
   TEST_MAIN_END();
 }

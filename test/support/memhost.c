@@ -54,6 +54,7 @@ struct memhost {
   int lose_count;
   int64_t now;
   int failed;
+  int cancelled;
   cJSON *events;
   cJSON *live;
   char *events_text;
@@ -227,6 +228,10 @@ void memhost_each(const memhost *h, void (*visit)(void *ctx, const char *key, co
   for (int i = 0; i < h->nattrs; i++) visit(ctx, h->attrs[i].key, h->attrs[i].value);
 }
 
+void memhost_put(memhost *h, const char *key, const char *value) {
+  attr_put(h, key, strlen(key), value, value ? strlen(value) : 0);
+}
+
 int memhost_count(const memhost *h, const char *prefix) {
   int n = 0;
   for (int i = 0; i < h->nattrs; i++) n += strncmp(h->attrs[i].key, prefix, strlen(prefix)) == 0;
@@ -320,6 +325,10 @@ static void apply_effects(memhost *h, const dexa_result *r) {
   }
 }
 
+static int cancelled_cb(void *user) { return ((memhost *)user)->cancelled; }
+
+void memhost_set_cancelled(memhost *h, int cancelled) { h->cancelled = cancelled; }
+
 static void sink(void *user, const char *json, size_t len) {
   memhost *h = user;
   cJSON_AddItemToArray(h->live, cJSON_ParseWithLength(json, len));
@@ -364,6 +373,8 @@ static int dispatch_n(memhost *h, int kind, const char *name, const char *exec_i
   call.attr_scan = reader_scan;
   call.sink_user_data = h;
   call.event_sink = sink;
+  call.cancelled = cancelled_cb;
+  call.cancel_user_data = h;
   if (kind != DEXA_CALL_RPC) counter_bump(&h->dispatched, &h->ndispatched, name);
   if (h->dispatch_fn) return h->dispatch_fn(h->dispatch_user, out, h->agent, &call);
   return dexa_dispatch(out, h->agent, &call);
@@ -373,10 +384,6 @@ int memhost_dispatch(memhost *h, int kind, const char *name, const char *exec_id
                      const char *input, const char *conditions, const char *recovery_error,
                      dexa_result **out) {
   return dispatch(h, kind, name, exec_id, attempt, input, conditions, recovery_error, out);
-}
-
-void memhost_put(memhost *h, const char *key, const char *value) {
-  attr_put(h, key, strlen(key), value, value ? strlen(value) : 0);
 }
 
 int memhost_start(memhost *h, const char *settings_json) {

@@ -44,8 +44,6 @@ void memhost_set_dispatch(memhost *h, memhost_dispatch_fn fn, void *user);
  * ("p <channel>") so far, once each, in order of first use. */
 int memhost_name_count(const memhost *h);
 const char *memhost_name_at(const memhost *h, int i);
-/* Sets (value not NULL) or deletes an attribute, as a host's store would. */
-void memhost_put(memhost *h, const char *key, const char *value);
 
 /* Calls visit for every attribute, in key order. */
 void memhost_each(const memhost *h, void (*visit)(void *ctx, const char *key, const char *value),
@@ -53,6 +51,8 @@ void memhost_each(const memhost *h, void (*visit)(void *ctx, const char *key, co
 
 /* Attribute value (borrowed) or NULL. */
 const char *memhost_attr(const memhost *h, const char *key);
+/* Writes an attribute directly (NULL deletes), as another host might have. */
+void memhost_put(memhost *h, const char *key, const char *value);
 /* Number of attributes whose key starts with prefix. */
 int memhost_count(const memhost *h, const char *prefix);
 /* Number of pending Step executions of a type (NULL: all). */
@@ -65,5 +65,8 @@ const char *memhost_live(memhost *h);
 int memhost_dispatches(const memhost *h, const char *step);
 /* 1 after a Step without recovery ran out of attempts. */
 int memhost_failed(const memhost *h);
+/* What the calls' cancellation callback (dexa_call.cancelled) answers from
+ * now on: a host's flag that the running turn was stopped. */
+void memhost_set_cancelled(memhost *h, int cancelled);
 
 #endif

@@ -25,9 +25,11 @@
 /* CamelCase words of the docs that are not flow names. */
 static const char *const OTHER_CAMEL[] = {"WaitFor", "PostgreSQL", "JavaScript", "LangGraph",
                                           "OpenAI", "AddressSanitizer", "ThreadSanitizer", "KiB",
-                                          "MiB", NULL};
+                                          "MiB", "DefaultChatTransport", NULL};
 /* Other libraries' names the docs use. */
-static const char *const EXTERNAL[] = {"con_cls", "curl_version_info", "napi_threadsafe_function",
+static const char *const EXTERNAL[] = {"con_cls",          "curl_version_info",
+                                       "napi_threadsafe_function",
+                                       "pg_stat_activity", "pg_stat_database", "deadlock_timeout",
                                        NULL};
 
 /* ---- a set of strings ---- */
@@ -244,6 +246,8 @@ static int known_snake(const truth *t, const char *w, size_t n) {
   if (set_has(&t->rpcs, w, n) || set_has(&t->events, w, n) || set_has(&t->source, w, n) ||
       listed(EXTERNAL, w, n))
     return 1;
+  /* A node of the session graph in Mermaid: "r_<rpc>" (dexagents-graph(7)). */
+  if (n > 2 && w[0] == 'r' && w[1] == '_' && set_has(&t->rpcs, w + 2, n - 2)) return 1;
   /* An MCP tool as offered to models, "<server>__<tool>": a server's name. */
   for (size_t i = 1; i + 2 < n; i++)
     if (w[i] == '_' && w[i + 1] == '_') return 1;

@@ -18,7 +18,7 @@ static const char *DESC =
     "{\"name\":\"NoRec\",\"options\":{\"max_attempts\":1}}],"
     FAKE_RPCS "}";
 
-static char dbpath[512];
+static char dbpath[1024];
 
 /* Start: writes "started" and returns {"next": settings.next}. */
 static int base_start(const dexa_call *c, dexa_result *r) {
@@ -330,6 +330,52 @@ static void test_retries_with_backoff_on_the_clock(void) {
   CHECK_EQ_INT(run_ready(rt), 1);
   CHECK_EQ_INT(fake_count(&f, "E Work Work-2 3"), 1);
   CHECK_ATTR(rt, "s", "Work", "\"done\"");
+  dexa_runtime_free(rt);
+}
+
+/* Each retry appends a durable step_retrying event: the attempt that runs
+ * next, of how many, the delay, the error, and the turn and call_id of the
+ * Step's input. The last failure is not a retry: no event for it. */
+static void test_retry_emits_step_retrying_events(void) {
+  fake f;
+  dexa_runtime *rt = open_rt(&f, h_fail);
+  CHECK(rt);
+  CHECK_EQ_INT(start_with(rt, "s", "{\"next\":[{\"step\":\"Work\",\"input\":{\"fails\":5,"
+                                   "\"turn\":4,\"call_id\":\"c9\"}}]}"),
+               DEXA_OK);
+  int64_t t0 = f.now;
+  CHECK_EQ_INT(run_ready(rt), 1);
+  fake_set_now(&f, t0 + 1000);
+  CHECK_EQ_INT(run_ready(rt), 1);
+  fake_set_now(&f, t0 + 3000);
+  CHECK_EQ_INT(run_ready(rt), 1); /* attempt 3 of 3 fails for good */
+  char *out = NULL;
+  size_t n = 0;
+  CHECK_EQ_INT(dexa_runtime_read_events(rt, "s", "", 100, 0, &out, &n), DEXA_OK);
+  cJSON *doc = cJSON_Parse(out);
+  dexa_free(out);
+  int seen = 0;
+  cJSON *item;
+  cJSON_ArrayForEach(item, cJSON_GetObjectItem(doc, "events")) {
+    cJSON *e = cJSON_GetObjectItem(item, "event");
+    if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(e, "type")), "step_retrying") != 0)
+      continue;
+    seen++;
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(e, "step")), "Work");
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(e, "call_id")), "c9");
+    CHECK_EQ_INT(cJSON_GetObjectItem(e, "turn")->valueint, 4);
+    CHECK_EQ_INT(cJSON_GetObjectItem(e, "attempt")->valueint, seen + 1);
+    CHECK_EQ_INT(cJSON_GetObjectItem(e, "max_attempts")->valueint, 3);
+    CHECK_EQ_INT(cJSON_GetObjectItem(e, "delay_ms")->valuedouble, seen == 1 ? 1000 : 2000);
+    CHECK_EQ_INT(cJSON_GetObjectItem(e, "retry_at_ms")->valuedouble,
+                 cJSON_GetObjectItem(e, "at")->valuedouble + (seen == 1 ? 1000 : 2000));
+    cJSON *err = cJSON_GetObjectItem(e, "error");
+    CHECK_EQ_INT(cJSON_GetObjectItem(err, "code")->valueint, DEXA_E_TRANSIENT);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(err, "name")), "DEXA_E_TRANSIENT");
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(err, "message")), "fake failure");
+  }
+  CHECK_EQ_INT(seen, 2);
+  cJSON_Delete(doc);
   dexa_runtime_free(rt);
 }
 
@@ -755,6 +801,7 @@ int main(void) {
   RUN(test_zero_conditions_execute_at_once);
   RUN(test_parallel_steps_join_on_channel_count);
   RUN(test_retries_with_backoff_on_the_clock);
+  RUN(test_retry_emits_step_retrying_events);
   RUN(test_retry_after_overrides_backoff);
   RUN(test_recovery_step_after_last_failure);
   RUN(test_no_recovery_fails_the_session);
@@ -772,6 +819,6 @@ int main(void) {
   RUN(test_a_step_reads_what_another_process_wrote);
   RUN(test_list_sessions_pages_newest_first);
   RUN(test_memory_store_and_options);
-  unlink(dbpath);
+  temp_store_remove(dbpath);
   TEST_MAIN_END();
 }

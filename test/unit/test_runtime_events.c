@@ -37,7 +37,7 @@ static void emit(dexa_runtime *rt, const char *sid, int n, int delta) {
   run_ready(rt);
 }
 
-static char dbpath[512];
+static char dbpath[1024];
 
 static dexa_runtime *open_rt(fake *f, int64_t retained) {
   dexa_runtime *rt = NULL;
@@ -114,6 +114,30 @@ static void test_invalid_and_foreign_tokens(void) {
                  DEXA_E_INVALID_RESUME_TOKEN);
   CHECK_EQ_INT(dexa_runtime_read_events(rt, "nope", "", 10, 0, &out, &n), DEXA_E_NOT_FOUND);
   CHECK_EQ_INT(dexa_runtime_read_events(rt, "s", "", 0, 0, &out, &n), DEXA_E_INVALID_ARG);
+  dexa_runtime_free(rt);
+}
+
+/* A token past the newest event (a store restored from an older backup)
+ * is refused instead of waiting for events that may never come. */
+static void test_token_beyond_head_is_refused(void) {
+  fake f;
+  dexa_runtime *rt = open_rt(&f, 10000);
+  CHECK(rt);
+  CHECK_EQ_INT(fake_start(rt, "s"), DEXA_OK);
+  emit(rt, "s", 2, 0);
+  char *out = NULL;
+  size_t n;
+  CHECK_EQ_INT(dexa_runtime_read_events(rt, "s", "", 100, 0, &out, &n), DEXA_OK);
+  char last[128], ahead[160];
+  snprintf(last, sizeof last, "%s", out_token(out, -1)); /* "<hash>.3.0" */
+  dexa_free(out);
+  char *dot = strchr(last, '.');
+  CHECK(dot != NULL);
+  snprintf(ahead, sizeof ahead, "%.*s.4.0", (int)(dot - last), last);
+  CHECK_EQ_INT(dexa_runtime_read_events(rt, "s", ahead, 10, 0, &out, &n),
+               DEXA_E_INVALID_RESUME_TOKEN);
+  CHECK_EQ_INT(dexa_runtime_read_events(rt, "s", last, 10, 0, &out, &n), DEXA_OK);
+  dexa_free(out);
   dexa_runtime_free(rt);
 }
 
@@ -223,10 +247,11 @@ static void test_long_poll_wakes_on_append(void) {
 int main(void) {
   RUN(test_events_read_and_resume);
   RUN(test_invalid_and_foreign_tokens);
+  RUN(test_token_beyond_head_is_refused);
   RUN(test_token_older_than_head_starts_at_head);
   RUN(test_live_deltas_merge_and_resume);
   RUN(test_snapshot_carries_resume_token);
   RUN(test_long_poll_wakes_on_append);
-  unlink(dbpath);
+  temp_store_remove(dbpath);
   TEST_MAIN_END();
 }

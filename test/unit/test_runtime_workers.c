@@ -42,7 +42,7 @@ static int h_chain(fake *f, const dexa_call *c, dexa_result *r) {
 static void test_worker_threads_run_many_sessions(void) {
   fake f;
   fake_init(&f, h_chain);
-  char path[512];
+  char path[1024];
   temp_db(path, sizeof path, "workers");
   dexa_runtime *rt = NULL;
   CHECK_EQ_INT(fake_open(&rt, &f, DESC, path, 5000, 10000), DEXA_OK);
@@ -68,7 +68,7 @@ static void test_worker_threads_run_many_sessions(void) {
   /* Restartable after stop. */
   CHECK_EQ_INT(dexa_runtime_start(rt, 1), DEXA_OK);
   dexa_runtime_free(rt);
-  unlink(path);
+  temp_store_remove(path);
 }
 
 int main(void) {

@@ -1,0 +1,567 @@
+/* PostgreSQL backend: opening the store, connections (reconnecting with
+ * backoff), the statement table, parameters, results, errors and
+ * transactions. The data operations live in pg_data.c and pg_steps.c, the
+ * schema in pg_schema.c, wake-ups in pg_notify.c. */
+#include <endian.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dexagents/errors.h"
+#include "store/pg_internal.h"
+#include "store/session_cache.h"
+#include "util/buf.h"
+
+/* A claimed row's lock, or a transaction's first lock of a session, waits
+ * at most this long for another process's transaction (a batch of a few
+ * ms normally); past it the batch is rolled back and run again. */
+#define LOCK_TIMEOUT "5s"
+/* Reconnecting: the first retry after 50 ms, doubling up to 2 s. */
+#define BACKOFF_MIN_MS 50
+#define BACKOFF_MAX_MS 2000
+/* A batch that lost its connection or a conflict runs again for this long
+ * (a PostgreSQL restart takes a few seconds). */
+#define BATCH_RETRY_MS 30000
+/* Waiters look at the store this often when no notification comes. */
+#define POLL_MS 500
+
+#define STEP_COLS                                                                          \
+  "session_id, exec_id, step_type, ord, state, method, attempt, cancelled, input,"      \
+  " options, wait, conditions, recovery_error, due_ms, lease_owner, lease_until, started_ms"
+/* session_data rows are keyed by the session's skey: bound by a write
+ * transaction, which knows it from its memo, else found from the id. */
+#define SKEY "coalesce($2::bigint, (SELECT skey FROM sessions WHERE session_id = $1::text))"
+
+static const char *const sql_text[PG_COUNT] = {
+    [PG_SESSION_INSERT] = "INSERT INTO sessions(session_id, flow_type, created_ms, status,"
+                          " event_seq, step_ord, settings) VALUES($1, $2, $3, 0, 0, 0, $4)"
+                          " ON CONFLICT(session_id) DO NOTHING",
+    [PG_SESSION_GET] = "SELECT flow_type, created_ms, status, event_seq, data_ver, step_ord, skey"
+                       " FROM sessions WHERE session_id = $1",
+    [PG_SESSION_LOCK] = "SELECT flow_type, created_ms, status, event_seq, data_ver, step_ord,"
+                        " skey FROM sessions WHERE session_id = $1 FOR UPDATE",
+    [PG_SESSION_STATUS] = "UPDATE sessions SET status = $2 WHERE session_id = $1",
+    [PG_SESSION_SET_COUNTERS] = "UPDATE sessions SET event_seq = $2, step_ord = $3, data_ver = $4"
+                                " WHERE session_id = $1",
+    [PG_SESSION_DATA_VER] = "SELECT data_ver FROM sessions WHERE session_id = $1",
+    [PG_SESSION_LIST_FIRST] = "SELECT session_id, flow_type, created_ms, status, event_seq"
+                              " FROM sessions ORDER BY created_ms DESC, session_id DESC"
+                              " LIMIT $1",
+    [PG_SESSION_LIST_AFTER] = "SELECT session_id, flow_type, created_ms, status, event_seq"
+                              " FROM sessions WHERE (created_ms, session_id) < ($2, $3::text)"
+                              " ORDER BY created_ms DESC, session_id DESC LIMIT $1",
+    [PG_ATTR_GET] = "SELECT value FROM session_data WHERE skey = " SKEY " AND kind = 0"
+                    " AND key = $3 AND seq = 0",
+    [PG_ATTR_PUT] = "INSERT INTO session_data(skey, kind, key, seq, value)"
+                    " VALUES(" SKEY ", 0, $3, 0, $4)"
+                    " ON CONFLICT(skey, kind, key, seq) DO UPDATE SET value = excluded.value",
+    [PG_ATTR_DELETE] = "DELETE FROM session_data WHERE skey = " SKEY " AND kind = 0"
+                       " AND key = $3 AND seq = 0",
+    [PG_ATTR_SCAN_RANGE] = "SELECT key, value FROM session_data WHERE skey = " SKEY
+                           " AND kind = 0 AND key >= $3 AND key < $4 ORDER BY key",
+    [PG_ATTR_SCAN_FROM] = "SELECT key, value FROM session_data WHERE skey = " SKEY
+                          " AND kind = 0 AND key >= $3 ORDER BY key",
+    [PG_CHAN_PUSH] = "INSERT INTO session_data(skey, kind, key, seq, value)"
+                     " SELECT k.skey, 1, $3::bytea, coalesce((SELECT max(seq) FROM session_data"
+                     " WHERE skey = k.skey AND kind = 1 AND key = $3::bytea), 0) + 1, $4::bytea"
+                     " FROM (SELECT " SKEY " AS skey) AS k",
+    [PG_CHAN_COUNT] = "SELECT count(*) FROM session_data WHERE skey = " SKEY " AND kind = 1"
+                      " AND key = $3",
+    /* The oldest n messages, deleted and returned in one statement. */
+    [PG_CHAN_TAKE] = "WITH t AS (SELECT skey, kind, key, seq FROM session_data"
+                     " WHERE skey = " SKEY " AND kind = 1 AND key = $3 ORDER BY seq LIMIT $4),"
+                     " d AS (DELETE FROM session_data AS d USING t WHERE d.skey = t.skey"
+                     " AND d.kind = t.kind AND d.key = t.key AND d.seq = t.seq"
+                     " RETURNING d.seq, d.value) SELECT seq, value FROM d ORDER BY seq",
+    [PG_STEP_INSERT] = "INSERT INTO steps(" STEP_COLS ") VALUES($1, $2, $3, $4, $5, $6, $7, $8,"
+                       " $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+    [PG_STEP_GET] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1 AND exec_id = $2",
+    [PG_STEP_UPDATE] = "UPDATE steps SET step_type = $3, ord = $4, state = $5, method = $6,"
+                       " attempt = $7, cancelled = $8, input = $9, options = $10, wait = $11,"
+                       " conditions = $12, recovery_error = $13, due_ms = $14,"
+                       " lease_owner = $15, lease_until = $16, started_ms = $17"
+                       " WHERE session_id = $1 AND exec_id = $2",
+    [PG_STEP_DELETE] = "DELETE FROM steps WHERE session_id = $1 AND exec_id = $2",
+    /* Read-only (outside a write transaction): no locks. */
+    [PG_STEP_FIRST_DUE] = "SELECT " STEP_COLS " FROM steps WHERE due_ms <= $1"
+                          " ORDER BY due_ms LIMIT 1",
+    /* A write transaction's claim: the due row and its session's row, both
+     * locked, skipping any that another transaction holds. */
+    [PG_STEP_CLAIM_DUE] = "SELECT st.session_id, st.exec_id, st.step_type, st.ord, st.state,"
+                          " st.method, st.attempt, st.cancelled, st.input, st.options, st.wait,"
+                          " st.conditions, st.recovery_error, st.due_ms, st.lease_owner,"
+                          " st.lease_until, st.started_ms FROM steps AS st"
+                          " JOIN sessions AS se ON se.session_id = st.session_id"
+                          " WHERE st.due_ms <= $1 ORDER BY st.due_ms LIMIT 1"
+                          " FOR UPDATE SKIP LOCKED",
+    [PG_STEP_NEXT_DUE] = "SELECT min(due_ms) FROM steps",
+    [PG_STEP_LIST] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1 ORDER BY ord",
+    [PG_STEP_LIST_STATE] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1"
+                           " AND state = $2 ORDER BY ord",
+    [PG_STEP_RENEW] = "UPDATE steps SET lease_until = $6, due_ms = $6 WHERE session_id = $1"
+                      " AND exec_id = $2 AND state = 3 AND lease_owner = $3 AND attempt = $4"
+                      " AND cancelled = 0 AND lease_until > $5",
+    [PG_STEP_BUSY] = "SELECT count(*) FROM steps WHERE session_id = $1 AND state IN (1, 3)",
+    [PG_EVENT_APPEND] = "INSERT INTO session_data(skey, kind, key, seq, value)"
+                        " VALUES(" SKEY ", 2, '\\x'::bytea, $3, $4)",
+    [PG_EVENT_TRIM] = "DELETE FROM session_data WHERE skey = " SKEY " AND kind = 2"
+                      " AND key = '\\x'::bytea AND seq <= $3",
+    [PG_EVENT_READ] = "SELECT seq, value FROM session_data WHERE skey = " SKEY " AND kind = 2"
+                      " AND key = '\\x'::bytea AND seq > $3 ORDER BY seq LIMIT $4",
+    [PG_NOTIFY] = "SELECT pg_notify('" DEXA__PG_CHANNEL "', $1)",
+};
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- parameters and results ------------------------------------------------ */
+
+void dexa__pg_p_text(pg_params *p, const char *s) {
+  dexa__pg_p_bytes(p, s, s ? strlen(s) : 0);
+}
+
+void dexa__pg_p_bytes(pg_params *p, const char *s, size_t n) {
+  int i = p->n++;
+  p->v[i] = s ? (n ? s : "") : NULL;
+  p->len[i] = (int)n;
+  p->fmt[i] = 1; /* binary: bytea and text take the bytes as they are */
+}
+
+void dexa__pg_p_int(pg_params *p, int64_t v) {
+  int i = p->n++;
+  snprintf(p->num[i], sizeof p->num[i], "%lld", (long long)v);
+  p->v[i] = p->num[i];
+  p->len[i] = 0;
+  p->fmt[i] = 0;
+}
+
+void dexa__pg_p_null(pg_params *p) {
+  int i = p->n++;
+  p->v[i] = NULL;
+  p->len[i] = 0;
+  p->fmt[i] = 0;
+}
+
+/* Results come in binary: every integer column is bigint (schema) or a
+ * count, 8 bytes in network order. */
+int64_t dexa__pg_int(const PGresult *r, int row, int col) {
+  if (PQgetisnull(r, row, col)) return 0;
+  const char *v = PQgetvalue(r, row, col);
+  int len = PQgetlength(r, row, col);
+  if (len == 8) {
+    uint64_t x;
+    memcpy(&x, v, 8);
+    return (int64_t)be64toh(x);
+  }
+  if (len == 4) {
+    uint32_t x;
+    memcpy(&x, v, 4);
+    return (int32_t)be32toh(x);
+  }
+  return 0;
+}
+
+int dexa__pg_dup(const PGresult *r, int row, int col, char **slot, size_t *len) {
+  if (PQgetisnull(r, row, col)) return dexa__row_set(slot, len, NULL, 0);
+  return dexa__row_set(slot, len, PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col));
+}
+
+/* ---- errors ---------------------------------------------------------------- */
+
+static int class_is(const char *state, const char *cls) {
+  return state && strncmp(state, cls, 2) == 0;
+}
+
+/* SQLSTATE to store error. A broken connection, a conflict PostgreSQL
+ * broke and a server shutting down all roll the transaction back: BUSY,
+ * which the group commit takes as "run the batch again". */
+int dexa__pg_err(pg_conn *c, const PGresult *res) {
+  if (!c->db || PQstatus(c->db) != CONNECTION_OK) {
+    c->lost = 1;
+    return c->in_tx ? DEXA_E_BUSY : DEXA_E_IO;
+  }
+  const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+  if (!st) return DEXA_E_IO;
+  if (strcmp(st, "23505") == 0) return DEXA_E_ALREADY_EXISTS;
+  /* A row for a session that does not exist: its skey subquery was NULL. */
+  if (strcmp(st, "23502") == 0) return DEXA_E_NOT_FOUND;
+  if (strcmp(st, "40P01") == 0 || strcmp(st, "40001") == 0 || strcmp(st, "55P03") == 0)
+    return DEXA_E_BUSY;
+  if (class_is(st, "08") || class_is(st, "57")) {
+    c->lost = 1;
+    return DEXA_E_BUSY;
+  }
+  if (class_is(st, "28") || strcmp(st, "42501") == 0) return DEXA_E_AUTH;
+  if (class_is(st, "53")) return DEXA_E_NOMEM;
+  if (class_is(st, "XX") || class_is(st, "22")) return DEXA_E_CORRUPT;
+  return DEXA_E_IO;
+}
+
+/* ---- connecting -------------------------------------------------------------- */
+
+static void quiet(void *arg, const char *message) {
+  (void)arg;
+  (void)message;
+}
+
+int dexa__pg_connect(const char *conninfo, PGconn **out, char *errmsg, size_t n) {
+  *out = NULL;
+  /* connect_timeout: an unreachable server fails in seconds, not minutes. */
+  /* Before dbname, so the caller's own values (expanded from it) win. */
+  const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
+  const char *vals[] = {"10", "dexagents", conninfo, NULL};
+  PGconn *db = PQconnectdbParams(keys, vals, 1);
+  if (!db) {
+    if (errmsg) snprintf(errmsg, n, "PostgreSQL: out of memory");
+    return DEXA_E_NOMEM;
+  }
+  if (PQstatus(db) == CONNECTION_OK) {
+    /* libpq prints the server's notices to stderr by default; a library
+     * never prints. */
+    PQsetNoticeProcessor(db, quiet, NULL);
+    *out = db;
+    return DEXA_OK;
+  }
+  /* libpq's message names host, port and user; it never includes the
+   * password. The conninfo itself is not repeated. */
+  const char *why = PQerrorMessage(db);
+  int auth = PQconnectionUsedPassword(db) || strstr(why, "authentication") ||
+             strstr(why, "password") || strstr(why, "permission denied");
+  if (errmsg) {
+    snprintf(errmsg, n, "cannot connect to PostgreSQL (database \"%s\", user \"%s\"): %s",
+             PQdb(db) ? PQdb(db) : "?", PQuser(db) ? PQuser(db) : "?", why);
+    size_t len = strlen(errmsg);
+    while (len && (errmsg[len - 1] == '\n' || errmsg[len - 1] == ' ')) errmsg[--len] = '\0';
+  }
+  PQfinish(db);
+  return auth ? DEXA_E_AUTH : DEXA_E_IO;
+}
+
+/* Settings of every connection: a wait for a row lock is bounded, and a
+ * session's timestamps are the runtime's, never the server's. */
+static int configure(PGconn *db) {
+  PGresult *r = PQexec(db, "SET lock_timeout = '" LOCK_TIMEOUT "'");
+  int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+  PQclear(r);
+  return ok ? DEXA_OK : DEXA_E_IO;
+}
+
+/* Outside a transaction: a lost connection is opened again, at most once
+ * per backoff period (doubling), so a server that is down is not hammered.
+ * Prepared statements went with the old connection. */
+static int ensure_connected(pg_conn *c) {
+  if (c->db && !c->lost && PQstatus(c->db) == CONNECTION_OK) return DEXA_OK;
+  int64_t now = mono_ms();
+  if (now < c->retry_at_ms) return DEXA_E_IO;
+  if (c->db) PQfinish(c->db);
+  c->db = NULL;
+  memset(c->prepared, 0, sizeof c->prepared);
+  c->lost = 0;
+  PGconn *db = NULL;
+  int rc = dexa__pg_connect(c->store->conninfo, &db, NULL, 0);
+  if (rc == DEXA_OK) rc = configure(db);
+  if (rc != DEXA_OK) {
+    if (db) PQfinish(db);
+    c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (c->backoff_ms > BACKOFF_MAX_MS) c->backoff_ms = BACKOFF_MAX_MS;
+    c->retry_at_ms = now + c->backoff_ms;
+    c->lost = 1;
+    return DEXA_E_IO;
+  }
+  c->db = db;
+  c->backoff_ms = 0;
+  c->retry_at_ms = 0;
+  return DEXA_OK;
+}
+
+/* ---- statements ---------------------------------------------------------------- */
+
+static int prepare(pg_conn *c, pg_stmt_id id) {
+  if (c->prepared[id]) return DEXA_OK;
+  char name[16];
+  snprintf(name, sizeof name, "d%d", (int)id);
+  PGresult *r = PQprepare(c->db, name, sql_text[id], 0, NULL);
+  int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? DEXA_OK : dexa__pg_err(c, r);
+  PQclear(r);
+  if (rc == DEXA_OK) c->prepared[id] = 1;
+  return rc;
+}
+
+PGresult *dexa__pg_run(pg_conn *c, pg_stmt_id id, const pg_params *p, int *rc) {
+  *rc = c->in_tx ? (c->lost ? DEXA_E_BUSY : DEXA_OK) : ensure_connected(c);
+  if (*rc == DEXA_OK) *rc = prepare(c, id);
+  if (*rc != DEXA_OK) return NULL;
+  char name[16];
+  snprintf(name, sizeof name, "d%d", (int)id);
+  static const pg_params none = {0};
+  if (!p) p = &none;
+  PGresult *r = PQexecPrepared(c->db, name, p->n, p->v, p->len, p->fmt, 1);
+  ExecStatusType st = PQresultStatus(r);
+  if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
+  *rc = dexa__pg_err(c, r);
+  PQclear(r);
+  return NULL;
+}
+
+int dexa__pg_exec(pg_conn *c, pg_stmt_id id, const pg_params *p, int64_t *changed) {
+  int rc;
+  PGresult *r = dexa__pg_run(c, id, p, &rc);
+  if (!r) return rc;
+  if (changed) *changed = atoll(PQcmdTuples(r));
+  PQclear(r);
+  return DEXA_OK;
+}
+
+/* A plain command (transaction control) on the open connection. */
+static int command(pg_conn *c, const char *sql) {
+  if (c->lost) return DEXA_E_BUSY;
+  PGresult *r = PQexec(c->db, sql);
+  int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? DEXA_OK : dexa__pg_err(c, r);
+  PQclear(r);
+  return rc;
+}
+
+/* ---- transactions ---------------------------------------------------------------- */
+
+static void touched_clear(pg_conn *c) {
+  for (size_t i = 0; i < c->ntouched; i++) free(c->touched[i]);
+  c->ntouched = 0;
+}
+
+static void end_transaction(pg_conn *c) {
+  dexa__write_log_clear(&c->log);
+  dexa__session_memo_clear(&c->memo);
+  touched_clear(c);
+  c->writing = 0;
+  c->in_tx = 0;
+  if (c->held) PQclear(c->held);
+  c->held = NULL;
+}
+
+static int begin(pg_conn *c, const char *sql, int writing) {
+  end_transaction(c);
+  /* No connection yet: nothing was applied, the batch may run again. */
+  int rc = ensure_connected(c) == DEXA_OK ? DEXA_OK : DEXA_E_BUSY;
+  if (rc == DEXA_OK) rc = command(c, sql);
+  if (rc != DEXA_OK) return rc;
+  c->in_tx = 1;
+  c->writing = writing;
+  return DEXA_OK;
+}
+
+/* READ COMMITTED: each statement sees the newest commits; the row locks
+ * (pg_internal.h) are what keeps writers of one session apart. */
+static int pg_begin_write(dexa__store_conn *base) {
+  return begin((pg_conn *)base, "BEGIN", 1);
+}
+
+/* A read transaction is one snapshot (the session cache loads a session's
+ * version and attributes together). */
+static int pg_begin_read(dexa__store_conn *base) {
+  return begin((pg_conn *)base, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0);
+}
+
+/* COMMIT: a lost connection before it leaves nothing applied (BUSY: run
+ * it again); one lost during it leaves the outcome unknown (IO). */
+static int pg_commit(dexa__store_conn *base) {
+  pg_conn *c = (pg_conn *)base;
+  int rc = c->writing ? dexa__pg_write_counters(c) : DEXA_OK;
+  if (rc == DEXA_OK && c->writing) rc = dexa__pg_notify_touched(c);
+  if (rc != DEXA_OK) return rc;
+  if (c->lost) return DEXA_E_BUSY;
+  PGresult *r = PQexec(c->db, "COMMIT");
+  ExecStatusType st = PQresultStatus(r);
+  /* COMMIT of a transaction that had failed answers ROLLBACK. */
+  if (st == PGRES_COMMAND_OK && strcmp(PQcmdStatus(r), "ROLLBACK") == 0) rc = DEXA_E_BUSY;
+  else if (st != PGRES_COMMAND_OK) rc = PQstatus(c->db) == CONNECTION_OK ? dexa__pg_err(c, r) : DEXA_E_IO;
+  PQclear(r);
+  if (rc != DEXA_OK) {
+    if (PQstatus(c->db) != CONNECTION_OK) c->lost = 1;
+    end_transaction(c);
+    return rc;
+  }
+  if (c->store->base.cache) dexa__write_log_publish(&c->log, c->store->base.cache);
+  end_transaction(c);
+  return DEXA_OK;
+}
+
+static int pg_rollback(dexa__store_conn *base) {
+  pg_conn *c = (pg_conn *)base;
+  int was = c->in_tx;
+  end_transaction(c);
+  if (!was || c->lost || !c->db || PQstatus(c->db) != CONNECTION_OK) return DEXA_OK;
+  PGresult *r = PQexec(c->db, "ROLLBACK");
+  PQclear(r);
+  return DEXA_OK;
+}
+
+static int pg_savepoint(dexa__store_conn *base) {
+  pg_conn *c = (pg_conn *)base;
+  if (dexa__session_memo_savepoint(&c->memo) != 0) return DEXA_E_NOMEM;
+  int rc = command(c, "SAVEPOINT sp");
+  if (rc == DEXA_OK)
+    dexa__write_log_savepoint(&c->log);
+  else
+    dexa__session_memo_release(&c->memo);
+  return rc;
+}
+
+static int pg_release(dexa__store_conn *base) {
+  pg_conn *c = (pg_conn *)base;
+  int rc = command(c, "RELEASE sp");
+  if (rc == DEXA_OK) {
+    dexa__write_log_release(&c->log);
+    dexa__session_memo_release(&c->memo);
+  }
+  return rc;
+}
+
+/* Row locks taken after the savepoint go with it, and so do the memo rows
+ * read after it: the next use of such a session locks it again. */
+static int pg_rollback_to(dexa__store_conn *base) {
+  pg_conn *c = (pg_conn *)base;
+  dexa__write_log_rollback_to(&c->log);
+  dexa__session_memo_rollback_to(&c->memo);
+  return command(c, "ROLLBACK TO sp; RELEASE sp");
+}
+
+/* Commits are durable at COMMIT (synchronous_commit is the server's). */
+static int pg_sync(dexa__store *s) {
+  (void)s;
+  return DEXA_OK;
+}
+
+/* ---- connections and the store ------------------------------------------------------ */
+
+static int pg_conn_open(dexa__store *base, dexa__store_conn **out) {
+  pg_store *s = (pg_store *)base;
+  *out = NULL;
+  pg_conn *c = calloc(1, sizeof *c);
+  if (!c) return DEXA_E_NOMEM;
+  c->base.ops = &dexa__pg_ops;
+  c->store = s;
+  int rc = ensure_connected(c);
+  if (rc != DEXA_OK) {
+    free(c);
+    return DEXA_E_IO;
+  }
+  *out = &c->base;
+  return DEXA_OK;
+}
+
+static void pg_conn_close(dexa__store_conn *base) {
+  pg_conn *c = (pg_conn *)base;
+  if (!c) return;
+  end_transaction(c);
+  if (c->db) PQfinish(c->db);
+  free(c->buf);
+  free(c->packbuf);
+  free(c->touched);
+  dexa__write_log_free(&c->log);
+  dexa__session_memo_free(&c->memo);
+  free(c);
+}
+
+static void pg_close(dexa__store *base) {
+  pg_store *s = (pg_store *)base;
+  if (!s) return;
+  dexa__pg_listener_stop(s->listener);
+  dexa__session_cache_free(s->base.cache);
+  pthread_mutex_destroy(&s->wake_mu);
+  free(s->conninfo);
+  free(s);
+}
+
+/* A random name for this store instance: notifications carry it. */
+static void instance_name(char *out, size_t n) {
+  unsigned char r[12] = {0};
+  FILE *f = fopen("/dev/urandom", "rb");
+  if (f) {
+    if (fread(r, 1, sizeof r, f) != sizeof r) memset(r, 0, sizeof r);
+    fclose(f);
+  }
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  snprintf(out, n, "%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x%02x.%lx", r[0], r[1], r[2],
+           r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], (long)ts.tv_nsec);
+}
+
+static int open_schema(pg_store *s, char *errmsg, size_t n) {
+  PGconn *db = NULL;
+  int rc = dexa__pg_connect(s->conninfo, &db, errmsg, n);
+  if (rc != DEXA_OK) return rc;
+  rc = dexa__pg_schema_ensure(db, errmsg, n);
+  PQfinish(db);
+  return rc;
+}
+
+int dexa__pg_open(dexa__store **out, const char *conninfo, const dexa__store_config *cfg,
+                  char *errmsg, size_t errmsg_size) {
+  *out = NULL;
+  pg_store *s = calloc(1, sizeof *s);
+  if (!s) return DEXA_E_NOMEM;
+  s->base.ops = &dexa__pg_ops;
+  s->base.poll_ms = POLL_MS;
+  s->base.batch_retry_ms = BATCH_RETRY_MS;
+  pthread_mutex_init(&s->wake_mu, NULL);
+  instance_name(s->instance, sizeof s->instance);
+  s->conninfo = strdup(conninfo);
+  int rc = s->conninfo ? DEXA_OK : DEXA_E_NOMEM;
+  if (rc == DEXA_OK && cfg->cache_bytes)
+    rc = dexa__session_cache_new(cfg->cache_bytes, &s->base.cache);
+  if (rc == DEXA_OK) rc = open_schema(s, errmsg, errmsg_size);
+  if (rc == DEXA_OK) rc = dexa__pg_listener_start(s, &s->listener);
+  if (rc != DEXA_OK) {
+    if (errmsg && !*errmsg)
+      snprintf(errmsg, errmsg_size, "cannot open the PostgreSQL store: %s", dexa_strerror(rc));
+    pg_close(&s->base);
+    return rc;
+  }
+  *out = &s->base;
+  return DEXA_OK;
+}
+
+const dexa__store_ops dexa__pg_ops = {
+    .begin_write = pg_begin_write,
+    .begin_read = pg_begin_read,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .savepoint = pg_savepoint,
+    .release = pg_release,
+    .rollback_to = pg_rollback_to,
+    .session_insert = dexa__pg_session_insert,
+    .session_get = dexa__pg_session_get,
+    .session_set_status = dexa__pg_session_set_status,
+    .session_bump_events = dexa__pg_session_bump_events,
+    .session_next_ord = dexa__pg_session_next_ord,
+    .session_data_version = dexa__pg_session_data_version,
+    .session_list = dexa__pg_session_list,
+    .attr_get = dexa__pg_attr_get,
+    .attr_put = dexa__pg_attr_put,
+    .attr_delete = dexa__pg_attr_delete,
+    .attr_scan = dexa__pg_attr_scan,
+    .chan_push = dexa__pg_chan_push,
+    .chan_count = dexa__pg_chan_count,
+    .chan_take = dexa__pg_chan_take,
+    .step_insert = dexa__pg_step_insert,
+    .step_get = dexa__pg_step_get,
+    .step_update = dexa__pg_step_update,
+    .step_delete = dexa__pg_step_delete,
+    .step_first_due = dexa__pg_step_first_due,
+    .step_next_due = dexa__pg_step_next_due,
+    .step_list = dexa__pg_step_list,
+    .step_renew = dexa__pg_step_renew,
+    .step_busy_count = dexa__pg_step_busy_count,
+    .event_append = dexa__pg_event_append,
+    .event_trim = dexa__pg_event_trim,
+    .event_read = dexa__pg_event_read,
+    .sync = pg_sync,
+    .set_wake = dexa__pg_set_wake,
+    .conn_open = pg_conn_open,
+    .conn_close = pg_conn_close,
+    .close = pg_close,
+};

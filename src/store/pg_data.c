@@ -1,0 +1,450 @@
+/* PostgreSQL backend: sessions, attributes, channels and events.
+ *
+ * A write transaction reads each session's row once, locked (FOR UPDATE),
+ * into its session memo (session_memo.h) and writes the counters it raised
+ * once, before COMMIT, as the SQLite backend does; the lock is what makes
+ * the counters safe when other processes write the same session. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dexagents/errors.h"
+#include "store/pg_internal.h"
+#include "store/value_pack.h"
+#include "util/buf.h"
+
+int dexa__pg_touch(pg_conn *c, const char *sid) {
+  if (!c->writing) return DEXA_OK;
+  for (size_t i = c->ntouched; i > 0; i--)
+    if (strcmp(c->touched[i - 1], sid) == 0) return DEXA_OK;
+  if (dexa__grow_array(&c->touched, c->ntouched, &c->touched_cap, sizeof *c->touched) != 0)
+    return DEXA_E_NOMEM;
+  char *copy = strdup(sid);
+  if (!copy) return DEXA_E_NOMEM;
+  c->touched[c->ntouched++] = copy;
+  return DEXA_OK;
+}
+
+/* Binds a session-data value: packed (value_pack.h) when that makes it
+ * smaller, else its bytes as they are. */
+static int bind_value(pg_conn *c, pg_params *p, const char *v, size_t n) {
+  if (dexa__grow(&c->packbuf, &c->packcap, dexa__value_pack_bound(n)) != 0) return DEXA_E_NOMEM;
+  size_t packed = dexa__value_pack(v, n, (unsigned char *)c->packbuf);
+  if (packed == 0)
+    dexa__pg_p_bytes(p, v, n);
+  else
+    dexa__pg_p_bytes(p, c->packbuf, packed);
+  return DEXA_OK;
+}
+
+/* A session-data value as the JSON it stands for, NUL-terminated: libpq's
+ * own copy, or a packed value unpacked into the connection's buffer. */
+static int column_value(pg_conn *c, const PGresult *r, int row, int col, const char **v,
+                        size_t *n) {
+  const unsigned char *p = (const unsigned char *)PQgetvalue(r, row, col);
+  size_t pn = (size_t)PQgetlength(r, row, col);
+  if (!dexa__value_is_packed(p, pn)) {
+    *v = (const char *)p; /* libpq ends every value with a NUL */
+    *n = pn;
+    return DEXA_OK;
+  }
+  size_t len = 0;
+  if (dexa__value_unpacked_len(p, pn, &len) != DEXA_OK) return DEXA_E_CORRUPT;
+  if (len > SIZE_MAX - DEXA__UNPACK_SLACK || dexa__grow(&c->buf, &c->cap, len + DEXA__UNPACK_SLACK) != 0)
+    return DEXA_E_NOMEM;
+  if (dexa__value_unpack(p, pn, c->buf, len) != DEXA_OK) return DEXA_E_CORRUPT;
+  c->buf[len] = '\0';
+  *v = c->buf;
+  *n = len;
+  return DEXA_OK;
+}
+
+/* ---- sessions ----------------------------------------------------------------- */
+
+int dexa__pg_session_insert(dexa__store_conn *base, const char *id, const char *flow_type,
+                            int64_t created_ms, const char *settings, size_t settings_len) {
+  pg_conn *c = (pg_conn *)base;
+  pg_params p = {0};
+  dexa__pg_p_text(&p, id);
+  dexa__pg_p_text(&p, flow_type);
+  dexa__pg_p_int(&p, created_ms);
+  dexa__pg_p_bytes(&p, settings, settings_len);
+  int64_t n = 0;
+  int rc = dexa__pg_exec(c, PG_SESSION_INSERT, &p, &n);
+  if (rc == DEXA_OK && n == 0) rc = DEXA_E_ALREADY_EXISTS;
+  if (rc == DEXA_OK) rc = dexa__pg_touch(c, id);
+  return rc;
+}
+
+/* Reads the session's row (locked in a write transaction) into a new memo
+ * row. */
+static int read_row(pg_conn *c, const char *id, dexa__memo_row *row) {
+  pg_params p = {0};
+  dexa__pg_p_text(&p, id);
+  int rc;
+  PGresult *r = dexa__pg_run(c, c->writing ? PG_SESSION_LOCK : PG_SESSION_GET, &p, &rc);
+  if (!r) return rc;
+  if (PQntuples(r) == 0) {
+    PQclear(r);
+    return DEXA_E_NOT_FOUND;
+  }
+  *row = (dexa__memo_row){strdup(id), strdup(PQgetvalue(r, 0, 0)), dexa__pg_int(r, 0, 6),
+                          dexa__pg_int(r, 0, 1), (int32_t)dexa__pg_int(r, 0, 2),
+                          dexa__pg_int(r, 0, 3), dexa__pg_int(r, 0, 5),
+                          dexa__pg_int(r, 0, 4), 0};
+  PQclear(r);
+  return DEXA_OK;
+}
+
+int dexa__pg_memo_row(pg_conn *c, const char *sid, dexa__memo_row **out) {
+  *out = dexa__session_memo_find(&c->memo, sid);
+  if (*out) return DEXA_OK;
+  dexa__memo_row row;
+  int rc = read_row(c, sid, &row);
+  if (rc != DEXA_OK) return rc;
+  *out = row.session_id && row.flow_type ? dexa__session_memo_add(&c->memo, &row) : NULL;
+  if (!*out) {
+    free(row.session_id);
+    free(row.flow_type);
+    return DEXA_E_NOMEM;
+  }
+  return DEXA_OK;
+}
+
+int dexa__pg_lock_session(pg_conn *c, const char *sid) {
+  if (!c->writing) return DEXA_OK;
+  dexa__memo_row *row;
+  return dexa__pg_memo_row(c, sid, &row);
+}
+
+int dexa__pg_write_counters(pg_conn *c) {
+  for (size_t i = 0; i < c->memo.nrows; i++) {
+    dexa__memo_row *row = &c->memo.rows[i];
+    if (!row->dirty) continue;
+    if (dexa__session_memo_will_change(&c->memo, row) != 0) return DEXA_E_NOMEM;
+    pg_params p = {0};
+    dexa__pg_p_text(&p, row->session_id);
+    dexa__pg_p_int(&p, row->event_seq);
+    dexa__pg_p_int(&p, row->step_ord);
+    dexa__pg_p_int(&p, row->data_ver);
+    int rc = dexa__pg_exec(c, PG_SESSION_SET_COUNTERS, &p, NULL);
+    if (rc != DEXA_OK) return rc;
+    row->dirty = 0;
+  }
+  return DEXA_OK;
+}
+
+/* Ends an operation on the memo: outside a write transaction nothing is
+ * kept (changes are written at once). */
+static int settle(pg_conn *c, int rc) {
+  if (c->writing) return rc;
+  if (rc == DEXA_OK) rc = dexa__pg_write_counters(c);
+  dexa__session_memo_clear(&c->memo);
+  return rc;
+}
+
+int dexa__pg_session_get(dexa__store_conn *base, const char *id, dexa__session_row *out) {
+  pg_conn *c = (pg_conn *)base;
+  memset(out, 0, sizeof *out);
+  dexa__memo_row *row;
+  int rc = dexa__pg_memo_row(c, id, &row);
+  if (rc == DEXA_OK) {
+    out->session_id = strdup(id);
+    out->flow_type = strdup(row->flow_type);
+    out->created_ms = row->created_ms;
+    out->status = row->status;
+    out->event_seq = row->event_seq;
+    out->data_ver = row->data_ver;
+    if (!out->session_id || !out->flow_type) rc = DEXA_E_NOMEM;
+  }
+  if (rc != DEXA_OK) dexa__session_row_free(out);
+  return settle(c, rc);
+}
+
+int dexa__pg_session_set_status(dexa__store_conn *base, const char *id, int32_t status) {
+  pg_conn *c = (pg_conn *)base;
+  int rc = dexa__pg_lock_session(c, id);
+  if (rc != DEXA_OK) return rc;
+  dexa__memo_row *row = dexa__session_memo_find(&c->memo, id);
+  if (row && dexa__session_memo_will_change(&c->memo, row) != 0) return DEXA_E_NOMEM;
+  pg_params p = {0};
+  dexa__pg_p_text(&p, id);
+  dexa__pg_p_int(&p, status);
+  rc = dexa__pg_exec(c, PG_SESSION_STATUS, &p, NULL);
+  if (rc == DEXA_OK && row) row->status = status;
+  if (rc == DEXA_OK) rc = dexa__pg_touch(c, id);
+  return rc;
+}
+
+/* The counters the memo holds for the caller to raise, undo-logged. */
+static int counters(pg_conn *c, const char *id, dexa__memo_row **row) {
+  int rc = dexa__pg_memo_row(c, id, row);
+  if (rc == DEXA_OK && dexa__session_memo_will_change(&c->memo, *row) != 0) rc = DEXA_E_NOMEM;
+  if (rc == DEXA_OK) (*row)->dirty = 1;
+  if (rc == DEXA_OK) rc = dexa__pg_touch(c, id);
+  return rc;
+}
+
+int dexa__pg_session_bump_events(dexa__store_conn *base, const char *id, int64_t n,
+                                 int64_t *seq) {
+  pg_conn *c = (pg_conn *)base;
+  dexa__memo_row *row;
+  int rc = counters(c, id, &row);
+  if (rc == DEXA_OK) *seq = row->event_seq += n;
+  return settle(c, rc);
+}
+
+int dexa__pg_session_next_ord(dexa__store_conn *base, const char *id, int64_t *ord) {
+  pg_conn *c = (pg_conn *)base;
+  dexa__memo_row *row;
+  int rc = counters(c, id, &row);
+  if (rc == DEXA_OK) *ord = ++row->step_ord;
+  return settle(c, rc);
+}
+
+int dexa__pg_session_data_version(dexa__store_conn *base, const char *id, int64_t *ver) {
+  pg_conn *c = (pg_conn *)base;
+  if (c->writing) {
+    dexa__memo_row *row;
+    int rc = dexa__pg_memo_row(c, id, &row);
+    if (rc == DEXA_OK) *ver = row->data_ver;
+    return rc;
+  }
+  pg_params p = {0};
+  dexa__pg_p_text(&p, id);
+  int rc;
+  PGresult *r = dexa__pg_run(c, PG_SESSION_DATA_VER, &p, &rc);
+  if (!r) return rc;
+  rc = PQntuples(r) ? DEXA_OK : DEXA_E_NOT_FOUND;
+  if (rc == DEXA_OK) *ver = dexa__pg_int(r, 0, 0);
+  PQclear(r);
+  return rc;
+}
+
+/* Before the transaction's first attribute write of a session: raises its
+ * data version, which tells every cache in every process that what it
+ * holds of the session is old. */
+static int raise_data_version(pg_conn *c, const char *sid) {
+  if (!dexa__write_log_needs_bump(&c->log, sid)) return DEXA_OK;
+  dexa__memo_row *row;
+  int rc = counters(c, sid, &row);
+  if (rc == DEXA_OK) dexa__write_log_bumped(&c->log, sid, ++row->data_ver);
+  return settle(c, rc);
+}
+
+int dexa__pg_session_list(dexa__store_conn *base, int64_t before_ms, const char *before_id,
+                          int32_t limit, dexa__session_visit_fn visit, void *ctx) {
+  pg_conn *c = (pg_conn *)base;
+  int rc = c->writing ? dexa__pg_write_counters(c) : DEXA_OK;
+  if (rc != DEXA_OK) return rc;
+  pg_params p = {0};
+  dexa__pg_p_int(&p, limit);
+  if (before_id) {
+    dexa__pg_p_int(&p, before_ms);
+    dexa__pg_p_text(&p, before_id);
+  }
+  PGresult *r = dexa__pg_run(c, before_id ? PG_SESSION_LIST_AFTER : PG_SESSION_LIST_FIRST, &p, &rc);
+  if (!r) return rc;
+  for (int i = 0; rc == DEXA_OK && i < PQntuples(r); i++) {
+    dexa__session_row row = {0};
+    rc = dexa__pg_dup(r, i, 0, &row.session_id, NULL);
+    if (rc == DEXA_OK) rc = dexa__pg_dup(r, i, 1, &row.flow_type, NULL);
+    row.created_ms = dexa__pg_int(r, i, 2);
+    row.status = (int32_t)dexa__pg_int(r, i, 3);
+    row.event_seq = dexa__pg_int(r, i, 4);
+    if (rc == DEXA_OK) rc = visit(ctx, &row);
+    dexa__session_row_free(&row);
+  }
+  PQclear(r);
+  return rc;
+}
+
+/* ---- session data --------------------------------------------------------------- */
+
+/* The first two parameters of a session_data statement: the session id and,
+ * in a write transaction, its skey from the memo (which also locks the
+ * session); NULL lets the statement look it up. */
+static int bind_session(pg_conn *c, pg_params *p, const char *sid) {
+  dexa__pg_p_text(p, sid);
+  if (!c->writing) {
+    dexa__pg_p_null(p);
+    return DEXA_OK;
+  }
+  dexa__memo_row *row;
+  int rc = dexa__pg_memo_row(c, sid, &row);
+  if (rc == DEXA_OK) dexa__pg_p_int(p, row->skey);
+  return rc;
+}
+
+int dexa__pg_attr_get(dexa__store_conn *base, const char *sid, const char *key, size_t klen,
+                      const char **val, size_t *vlen) {
+  pg_conn *c = (pg_conn *)base;
+  pg_params p = {0};
+  int rc = bind_session(c, &p, sid);
+  if (rc != DEXA_OK) return rc;
+  dexa__pg_p_bytes(&p, key, klen);
+  PGresult *r = dexa__pg_run(c, PG_ATTR_GET, &p, &rc);
+  if (!r) return rc;
+  if (PQntuples(r) == 0) {
+    PQclear(r);
+    return DEXA_E_NOT_FOUND;
+  }
+  rc = column_value(c, r, 0, 0, val, vlen);
+  /* The value stays in the result until the next call on c. */
+  if (c->held) PQclear(c->held);
+  c->held = r;
+  return rc;
+}
+
+int dexa__pg_attr_put(dexa__store_conn *base, const char *sid, const char *key, size_t klen,
+                      const char *val, size_t vlen) {
+  pg_conn *c = (pg_conn *)base;
+  int rc = raise_data_version(c, sid);
+  pg_params p = {0};
+  if (rc == DEXA_OK) rc = bind_session(c, &p, sid);
+  if (rc != DEXA_OK) return rc;
+  dexa__pg_p_bytes(&p, key, klen);
+  rc = bind_value(c, &p, val, vlen);
+  if (rc == DEXA_OK) rc = dexa__pg_exec(c, PG_ATTR_PUT, &p, NULL);
+  if (rc == DEXA_OK) dexa__write_log_write(&c->log, sid, key, klen, val, vlen);
+  return rc;
+}
+
+int dexa__pg_attr_delete(dexa__store_conn *base, const char *sid, const char *key, size_t klen) {
+  pg_conn *c = (pg_conn *)base;
+  int rc = raise_data_version(c, sid);
+  pg_params p = {0};
+  if (rc == DEXA_OK) rc = bind_session(c, &p, sid);
+  if (rc != DEXA_OK) return rc;
+  dexa__pg_p_bytes(&p, key, klen);
+  rc = dexa__pg_exec(c, PG_ATTR_DELETE, &p, NULL);
+  if (rc == DEXA_OK) dexa__write_log_write(&c->log, sid, key, klen, NULL, 0);
+  return rc;
+}
+
+/* The smallest key greater than every key with this prefix; 0 when there
+ * is none (all 0xFF). */
+static size_t prefix_upper(const char *prefix, size_t plen, char *out) {
+  memcpy(out, prefix, plen);
+  while (plen > 0 && (unsigned char)out[plen - 1] == 0xFF) plen--;
+  if (plen == 0) return 0;
+  out[plen - 1] = (char)((unsigned char)out[plen - 1] + 1);
+  return plen;
+}
+
+int dexa__pg_attr_scan(dexa__store_conn *base, const char *sid, const char *prefix, size_t plen,
+                       dexa_attr_visit_fn visit, void *ctx) {
+  pg_conn *c = (pg_conn *)base;
+  char *upper = malloc(plen + 1);
+  if (!upper) return DEXA_E_NOMEM;
+  size_t ulen = prefix_upper(prefix, plen, upper);
+  pg_params p = {0};
+  PGresult *r = NULL;
+  int rc = bind_session(c, &p, sid);
+  if (rc != DEXA_OK) goto cleanup;
+  dexa__pg_p_bytes(&p, prefix, plen);
+  if (ulen) dexa__pg_p_bytes(&p, upper, ulen);
+  r = dexa__pg_run(c, ulen ? PG_ATTR_SCAN_RANGE : PG_ATTR_SCAN_FROM, &p, &rc);
+  if (!r) goto cleanup;
+  for (int i = 0; i < PQntuples(r); i++) {
+    const char *v;
+    size_t vn;
+    rc = column_value(c, r, i, 1, &v, &vn);
+    if (rc != DEXA_OK) break;
+    int vr = visit(ctx, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), v, vn);
+    if (vr < 0) rc = vr;
+    if (vr != 0) break;
+  }
+cleanup:
+  if (r) PQclear(r);
+  free(upper);
+  return rc;
+}
+
+int dexa__pg_chan_push(dexa__store_conn *base, const char *sid, const char *ch, size_t chlen,
+                       const char *val, size_t vlen) {
+  pg_conn *c = (pg_conn *)base;
+  pg_params p = {0};
+  int rc = bind_session(c, &p, sid);
+  if (rc != DEXA_OK) return rc;
+  dexa__pg_p_bytes(&p, ch, chlen);
+  rc = bind_value(c, &p, val ? val : "null", val ? vlen : 4);
+  if (rc == DEXA_OK) rc = dexa__pg_exec(c, PG_CHAN_PUSH, &p, NULL);
+  if (rc == DEXA_OK) rc = dexa__pg_touch(c, sid);
+  return rc;
+}
+
+int dexa__pg_chan_count(dexa__store_conn *base, const char *sid, const char *ch, size_t chlen,
+                        int64_t *n) {
+  pg_conn *c = (pg_conn *)base;
+  pg_params p = {0};
+  *n = 0;
+  int rc = bind_session(c, &p, sid);
+  if (rc != DEXA_OK) return rc;
+  dexa__pg_p_bytes(&p, ch, chlen);
+  PGresult *r = dexa__pg_run(c, PG_CHAN_COUNT, &p, &rc);
+  if (!r) return rc;
+  *n = dexa__pg_int(r, 0, 0);
+  PQclear(r);
+  return DEXA_OK;
+}
+
+int dexa__pg_chan_take(dexa__store_conn *base, const char *sid, const char *ch, size_t chlen,
+                       int64_t n, dexa__value_visit_fn visit, void *ctx) {
+  pg_conn *c = (pg_conn *)base;
+  pg_params p = {0};
+  int rc = bind_session(c, &p, sid);
+  if (rc != DEXA_OK) return rc;
+  dexa__pg_p_bytes(&p, ch, chlen);
+  dexa__pg_p_int(&p, n);
+  PGresult *r = dexa__pg_run(c, PG_CHAN_TAKE, &p, &rc);
+  if (!r) return rc;
+  for (int i = 0; rc == DEXA_OK && i < PQntuples(r); i++) {
+    const char *v;
+    size_t vn;
+    rc = column_value(c, r, i, 1, &v, &vn);
+    if (rc == DEXA_OK) rc = visit(ctx, dexa__pg_int(r, i, 0), v, vn);
+  }
+  if (rc == DEXA_OK && PQntuples(r) > 0) rc = dexa__pg_touch(c, sid);
+  PQclear(r);
+  return rc;
+}
+
+int dexa__pg_event_append(dexa__store_conn *base, const char *sid, int64_t seq, const char *json,
+                          size_t len) {
+  pg_conn *c = (pg_conn *)base;
+  pg_params p = {0};
+  int rc = bind_session(c, &p, sid);
+  if (rc != DEXA_OK) return rc;
+  dexa__pg_p_int(&p, seq);
+  rc = bind_value(c, &p, json, len);
+  return rc == DEXA_OK ? dexa__pg_exec(c, PG_EVENT_APPEND, &p, NULL) : rc;
+}
+
+int dexa__pg_event_trim(dexa__store_conn *base, const char *sid, int64_t upto_seq) {
+  pg_conn *c = (pg_conn *)base;
+  pg_params p = {0};
+  int rc = bind_session(c, &p, sid);
+  if (rc != DEXA_OK) return rc;
+  dexa__pg_p_int(&p, upto_seq);
+  return dexa__pg_exec(c, PG_EVENT_TRIM, &p, NULL);
+}
+
+int dexa__pg_event_read(dexa__store_conn *base, const char *sid, int64_t after_seq, int32_t limit,
+                        dexa__value_visit_fn visit, void *ctx) {
+  pg_conn *c = (pg_conn *)base;
+  pg_params p = {0};
+  int rc = bind_session(c, &p, sid);
+  if (rc != DEXA_OK) return rc;
+  dexa__pg_p_int(&p, after_seq);
+  dexa__pg_p_int(&p, limit);
+  PGresult *r = dexa__pg_run(c, PG_EVENT_READ, &p, &rc);
+  if (!r) return rc;
+  for (int i = 0; rc == DEXA_OK && i < PQntuples(r); i++) {
+    const char *v;
+    size_t vn;
+    rc = column_value(c, r, i, 1, &v, &vn);
+    if (rc == DEXA_OK) rc = visit(ctx, dexa__pg_int(r, i, 0), v, vn);
+  }
+  PQclear(r);
+  return rc;
+}

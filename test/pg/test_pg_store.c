@@ -1,0 +1,276 @@
+/* The PostgreSQL store alone (DEXA_TEST_STORE and DEXA_TEST_PG_DIR, set by
+ * test/pg/suites.sh): bad input gives a clear error that names the cause and
+ * never the password, a newer schema is refused with nothing written, a
+ * commit of one store wakes another store's listener (LISTEN/NOTIFY), a
+ * claim never hands one Step to two stores, and a runtime that never
+ * starts workers sees the events of Steps another runtime runs. */
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/runtime_internal.h"
+#include "support/temp_store.h"
+#include "testing.h"
+#include "unit/test_runtime_fake.h"
+
+static char pgdir[512];
+
+static int open_err(const char *uri, char *err, size_t n) {
+  dexa__store *s = NULL;
+  dexa__store_config cfg = {uri, NULL, 0};
+  err[0] = '\0';
+  int rc = dexa__store_open(&s, &cfg, err, n);
+  if (s) s->ops->close(s);
+  return rc;
+}
+
+static void test_unreachable_server_is_a_clear_error(void) {
+  char uri[700], err[512];
+  snprintf(uri, sizeof uri, "postgresql://dexa:secret-pw-1@/dexa?host=%s/no-such-dir", pgdir);
+  CHECK_EQ_INT(open_err(uri, err, sizeof err), DEXA_E_IO);
+  CHECK_CONTAINS(err, "cannot connect to PostgreSQL");
+  CHECK_CONTAINS(err, "no-such-dir");
+  CHECK(!strstr(err, "secret-pw-1"));
+}
+
+static void test_wrong_password_is_an_auth_error(void) {
+  char uri[700], err[512];
+  snprintf(uri, sizeof uri, "postgresql://dexa_pw:wrong-pw-2@/dexa?host=%s", pgdir);
+  CHECK_EQ_INT(open_err(uri, err, sizeof err), DEXA_E_AUTH);
+  CHECK_CONTAINS(err, "password authentication failed");
+  CHECK_CONTAINS(err, "dexa_pw");
+  CHECK(!strstr(err, "wrong-pw-2"));
+  /* key/value conninfo, the right password: connects (then lacks rights) */
+  snprintf(uri, sizeof uri, "host=%s user=dexa_pw password=right-pw dbname=dexa", pgdir);
+  CHECK_EQ_INT(open_err(uri, err, sizeof err), DEXA_E_AUTH);
+  CHECK_CONTAINS(err, "permission denied");
+  CHECK(!strstr(err, "right-pw"));
+}
+
+static void test_database_without_rights_is_an_auth_error(void) {
+  char uri[700], err[512];
+  snprintf(uri, sizeof uri, "postgres://dexa_none@/dexa?host=%s", pgdir);
+  CHECK_EQ_INT(open_err(uri, err, sizeof err), DEXA_E_AUTH);
+  CHECK_CONTAINS(err, "permission denied for schema public");
+}
+
+static int64_t meta_version(const char *path) {
+  PGconn *db = PQconnectdb(path);
+  PGresult *r = PQexec(db, "SELECT value FROM dexa_meta WHERE key = 'schema_version'");
+  int64_t v = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) ? atoll(PQgetvalue(r, 0, 0)) : -1;
+  PQclear(r);
+  PQfinish(db);
+  return v;
+}
+
+static void test_newer_schema_is_refused_and_left_alone(void) {
+  char path[1024], err[512];
+  temp_store_path(path, sizeof path, "newer");
+  CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
+  CHECK_EQ_INT(meta_version(path), 1);
+  PGconn *db = PQconnectdb(path);
+  PQclear(PQexec(db, "UPDATE dexa_meta SET value = '99' WHERE key = 'schema_version'"));
+  PQfinish(db);
+  CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_E_UNSUPPORTED);
+  CHECK_CONTAINS(err, "schema version 99 is newer than this library's (1)");
+  CHECK_EQ_INT(meta_version(path), 99);
+  temp_store_remove(path);
+}
+
+typedef struct woken {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  char sid[64];
+  int count;
+} woken;
+
+static void on_wake(void *ctx, const char *sid) {
+  woken *w = ctx;
+  pthread_mutex_lock(&w->mu);
+  if (sid && strcmp(sid, "wake-me") == 0) {
+    snprintf(w->sid, sizeof w->sid, "%s", sid);
+    w->count++;
+  }
+  pthread_cond_broadcast(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
+/* Only a notification can call the hook: waits up to 20 s for it. */
+static void test_a_commit_wakes_another_store(void) {
+  char path[1024];
+  temp_store_path(path, sizeof path, "wake");
+  temp_side a, b;
+  CHECK_EQ_INT(temp_side_open(&a, path, 0), DEXA_OK);
+  CHECK_EQ_INT(temp_side_open(&b, path, 0), DEXA_OK);
+  woken w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, "", 0};
+  b.store->ops->set_wake(b.store, on_wake, &w);
+  /* The listener may still be connecting: commit until it hears one. */
+  int heard = 0;
+  int rc = DEXA_OK;
+  for (int i = 0; i < 200 && !heard && rc == DEXA_OK; i++) {
+    rc = a.conn->ops->begin_write(a.conn);
+    if (rc == DEXA_OK && i == 0) rc = a.conn->ops->session_insert(a.conn, "wake-me", "Fake", 1, "{}", 2);
+    if (rc == DEXA_OK) rc = a.conn->ops->session_set_status(a.conn, "wake-me", 0);
+    if (rc == DEXA_OK) rc = a.conn->ops->commit(a.conn);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 100 * 1000000;
+    if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+    pthread_mutex_lock(&w.mu);
+    if (!w.count) pthread_cond_timedwait(&w.cv, &w.mu, &ts);
+    heard = w.count > 0;
+    pthread_mutex_unlock(&w.mu);
+  }
+  b.store->ops->set_wake(b.store, NULL, NULL);
+  temp_side_close(&a);
+  temp_side_close(&b);
+  temp_store_remove(path);
+  CHECK_EQ_INT(rc, DEXA_OK);
+  CHECK(heard);
+  CHECK_STR(w.sid, "wake-me");
+}
+
+/* Two stores claim the same 40 due rows at once; SKIP LOCKED hands each row
+ * to one of them only. */
+typedef struct claimer {
+  temp_side side;
+  int claimed;
+  int rc;
+} claimer;
+
+static void *claim_all(void *arg) {
+  claimer *c = arg;
+  dexa__store_conn *conn = c->side.conn;
+  for (;;) {
+    int rc = conn->ops->begin_write(conn);
+    dexa__step_row row;
+    if (rc == DEXA_OK) rc = conn->ops->step_first_due(conn, 1000, &row);
+    if (rc == DEXA_E_NOT_FOUND) {
+      conn->ops->rollback(conn);
+      return NULL;
+    }
+    if (rc == DEXA_OK) {
+      row.state = DEXA__STEP_RUNNING;
+      row.due_ms = 999999;
+      rc = conn->ops->step_update(conn, &row);
+      dexa__step_row_free(&row);
+      usleep(2000); /* hold the lock a moment */
+    }
+    if (rc == DEXA_OK) rc = conn->ops->commit(conn);
+    if (rc != DEXA_OK) {
+      conn->ops->rollback(conn);
+      c->rc = rc;
+      return NULL;
+    }
+    c->claimed++;
+  }
+}
+
+static void test_two_stores_never_claim_one_step_twice(void) {
+  char path[1024];
+  temp_store_path(path, sizeof path, "claims");
+  claimer c[2] = {0};
+  CHECK_EQ_INT(temp_side_open(&c[0].side, path, 0), DEXA_OK);
+  CHECK_EQ_INT(temp_side_open(&c[1].side, path, 0), DEXA_OK);
+  dexa__store_conn *conn = c[0].side.conn;
+  CHECK_EQ_INT(conn->ops->begin_write(conn), DEXA_OK);
+  for (int s = 0; s < 8; s++) {
+    char sid[16];
+    snprintf(sid, sizeof sid, "c%d", s);
+    CHECK_EQ_INT(conn->ops->session_insert(conn, sid, "Fake", 1, "{}", 2), DEXA_OK);
+    for (int i = 0; i < 5; i++) {
+      char exec[16];
+      snprintf(exec, sizeof exec, "W-%d", i);
+      dexa__step_row row = {.session_id = sid, .exec_id = exec, .step_type = "W", .ord = i,
+                            .state = DEXA__STEP_READY, .method = 2, .due_ms = 10 + i};
+      CHECK_EQ_INT(conn->ops->step_insert(conn, &row), DEXA_OK);
+    }
+  }
+  CHECK_EQ_INT(conn->ops->commit(conn), DEXA_OK);
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, claim_all, &c[i]);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  temp_side_close(&c[0].side);
+  temp_side_close(&c[1].side);
+  temp_store_remove(path);
+  CHECK_EQ_INT(c[0].rc, DEXA_OK);
+  CHECK_EQ_INT(c[1].rc, DEXA_OK);
+  CHECK_EQ_INT(c[0].claimed + c[1].claimed, 40);
+}
+
+static const char *DESC =
+    "{\"flow_type\":\"Fake\",\"start_step\":\"Start\",\"steps\":["
+    "{\"name\":\"Start\",\"options\":{\"locked\":true}},"
+    "{\"name\":\"Work\"}]," FAKE_RPCS "}";
+
+static int h_events(fake *f, const dexa_call *c, dexa_result *r) {
+  if (is(c, DEXA_CALL_EXECUTE, "Start")) {
+    put_decision(r, "{\"next\":[{\"step\":\"Work\",\"input\":1}]}");
+    return DEXA_OK;
+  }
+  if (is(c, DEXA_CALL_EXECUTE, "Work")) {
+    dexa__result_add_event(r, "{\"type\":\"worked\"}", 17);
+    put_write(r, "worked", "true");
+  }
+  return DEXA_OK;
+}
+
+/* A runtime on which dexa_runtime_start is never called (a client, as the
+ * web example or the bindings are) reads the events of a Step that another
+ * runtime's worker ran. */
+static void test_client_only_runtime_sees_other_workers_events(void) {
+  char path[1024];
+  temp_store_path(path, sizeof path, "client");
+  fake fc, fw;
+  fake_init(&fc, h_events);
+  fake_init(&fw, h_events);
+  dexa_runtime *client = NULL, *worker = NULL;
+  dexa_runtime_options o;
+  dexa_runtime_options_init(&o, sizeof o);
+  o.store = path;
+  o.worker_id = "w";
+  CHECK_EQ_INT(dexa__runtime_new_with_dispatch(&client, DESC, fake_dispatch, &fc, &o, NULL, 0), DEXA_OK);
+  CHECK_EQ_INT(dexa__runtime_new_with_dispatch(&worker, DESC, fake_dispatch, &fw, &o, NULL, 0), DEXA_OK);
+  CHECK_EQ_INT(dexa_runtime_start(worker, 1), DEXA_OK);
+  CHECK_EQ_INT(dexa_runtime_start_session(client, "ev", "{}", 2, NULL, NULL), DEXA_OK);
+  char *out = NULL;
+  size_t n = 0;
+  int found = 0;
+  const char *token = NULL;
+  char tok[128] = "";
+  for (int i = 0; i < 20 && !found; i++) {
+    CHECK_EQ_INT(dexa_runtime_read_events(client, "ev", token, 100, 1000, &out, &n), DEXA_OK);
+    found = strstr(out, "\"worked\"") != NULL;
+    cJSON *doc = cJSON_Parse(out);
+    snprintf(tok, sizeof tok, "%s", cJSON_GetObjectItem(doc, "token")->valuestring);
+    cJSON_Delete(doc);
+    token = tok;
+    dexa_free(out);
+  }
+  CHECK_EQ_INT(dexa_runtime_wait_idle(client, "ev", 20000), DEXA_OK);
+  CHECK_EQ_INT(fake_count(&fc, "E Work "), 0); /* the client ran nothing */
+  CHECK_EQ_INT(fake_count(&fw, "E Work "), 1);
+  dexa_runtime_free(worker);
+  dexa_runtime_free(client);
+  temp_store_remove(path);
+  CHECK(found);
+}
+
+int main(void) {
+  const char *d = getenv("DEXA_TEST_PG_DIR");
+  if (!temp_store_is_pg() || !d) {
+    fprintf(stderr, "    DEXA_TEST_STORE and DEXA_TEST_PG_DIR must be set (test/pg/suites.sh)\n");
+    printf("0 passed, %d failed\n", getenv("CI") ? 1 : 0);
+    return getenv("CI") ? 1 : 0;
+  }
+  snprintf(pgdir, sizeof pgdir, "%s", d);
+  RUN(test_unreachable_server_is_a_clear_error);
+  RUN(test_wrong_password_is_an_auth_error);
+  RUN(test_database_without_rights_is_an_auth_error);
+  RUN(test_newer_schema_is_refused_and_left_alone);
+  RUN(test_a_commit_wakes_another_store);
+  RUN(test_two_stores_never_claim_one_step_twice);
+  RUN(test_client_only_runtime_sees_other_workers_events);
+  TEST_MAIN_END();
+}
