@@ -69,6 +69,16 @@ DEXA_EXTERN int dexa_model_demo_new(dexa_model **out, const char *name);
 DEXA_EXTERN int dexa_model_client_new(dexa_model **out, const char *name, const char *options_json,
                                       size_t options_len, char *errmsg, size_t errmsg_size);
 
+/* Names the models RunModel tries, in order, when this one keeps failing
+ * with retryable errors (from a session's second attempt at a model call
+ * on; see dexa_model_set_fallbacks(3)). Each name must be another model of
+ * the agent (dexa_agent_new checks). Replaces the previous list; count 0
+ * clears it. Call it before the model is given to dexa_agent_new. Returns
+ * DEXA_OK, DEXA_E_INVALID_ARG (an empty, repeated or own name) or
+ * DEXA_E_NOMEM. Added in 1.1. */
+DEXA_EXTERN int dexa_model_set_fallbacks(dexa_model *model, const char *const *names,
+                                         size_t count);
+
 /* Releases the caller's reference. NULL is a no-op. */
 DEXA_EXTERN void dexa_model_free(dexa_model *model);
 
@@ -115,6 +125,42 @@ DEXA_EXTERN int dexa_model_reply_add_tool_call(dexa_model_reply *reply, const ch
 /* Records the provider's token usage for this call. */
 DEXA_EXTERN int dexa_model_reply_set_usage(dexa_model_reply *reply, int64_t input_tokens,
                                            int64_t output_tokens);
+
+/* Why the model stopped, for the stored reply (dexagents-flow(7)). reason
+ * is one of "stop" (a complete answer), "tool_calls" (it calls tools),
+ * "length" (cut at the output token limit: the answer is truncated),
+ * "content_filter", "refusal" or "other"; provider_reason (may be NULL) is
+ * the provider's own word ("max_tokens", "MAX_TOKENS", "end_turn"...),
+ * printable ASCII of at most 47 bytes. Returns DEXA_OK or
+ * DEXA_E_INVALID_ARG. Added in 1.1. */
+DEXA_EXTERN int dexa_model_reply_set_finish_reason(dexa_model_reply *reply, const char *reason,
+                                                   const char *provider_reason);
+
+/* The full token usage of one model call. input_tokens counts every input
+ * token, the cached ones and the cache writes included; output_tokens every
+ * output token, reasoning included. cost_usd < 0 means unknown. Set it up
+ * with dexa_model_usage_init; the struct only grows at the end. Added in
+ * 1.1. */
+typedef struct dexa_model_usage {
+  uint32_t struct_size;
+  int64_t input_tokens;
+  int64_t output_tokens;
+  int64_t cached_input_tokens; /* read from the provider's prompt cache */
+  int64_t cache_write_tokens;  /* written to the prompt cache */
+  int64_t reasoning_tokens;    /* spent on reasoning */
+  double cost_usd;
+} dexa_model_usage;
+
+/* Zeroes usage (struct_size bytes), sets struct_size and cost_usd = -1.
+ * Returns DEXA_OK, DEXA_E_INVALID_ARG or DEXA_E_STRUCT_SIZE. */
+DEXA_EXTERN int dexa_model_usage_init(dexa_model_usage *usage, size_t struct_size);
+
+/* Records the call's full usage (replaces dexa_model_reply_set_usage's).
+ * Returns DEXA_OK, DEXA_E_STRUCT_SIZE, or DEXA_E_INVALID_ARG for a negative
+ * count, cached plus cache-write tokens over input_tokens, or reasoning
+ * tokens over output_tokens. */
+DEXA_EXTERN int dexa_model_reply_set_token_usage(dexa_model_reply *reply,
+                                                 const dexa_model_usage *usage);
 
 /* Records why the call failed (kept for the turn-failure record) and how
  * long to wait before retrying (0: the Step's backoff). Return the error
