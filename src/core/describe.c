@@ -58,7 +58,7 @@ DEXA_EXTERN int dexa_flow_describe(char **out, size_t *out_len, const dexa_agent
   dexa__buf_puts(&b,
                  ",\"attributes\":[\"" ATTR_SESSION "\",\"" ATTR_TRANSCRIPT "\",\"" ATTR_TURN
                  "\",\"" ATTR_QUEUE_STATE "\",\"" ATTR_MESSAGES "\",\"" ATTR_MESSAGE_CHUNKS
-                 "\",\"" ATTR_QUEUED_MESSAGES "\",\"" ATTR_PLAN "\"]"
+                 "\",\"" ATTR_QUEUED_MESSAGES "\",\"" ATTR_PLAN "\",\"" ATTR_USAGE "\"]"
                  ",\"channels\":[\"" CHAN_USER_MESSAGE_SIGNALS "\",\"" CHAN_TOOL_RESULTS "\"]"
                  ",\"streams\":[\"" STREAM_EVENTS "\"]}");
   *out = dexa__buf_steal(&b, out_len);

@@ -27,7 +27,7 @@ void dexa__event_live(dexa__ctx *c, const char *json, size_t len) {
  * AgentMessages, read through the snapshot. Only messages with text (user
  * messages, answers, reasoning) get the event. */
 static const char *const message_view[] = {"seq", "turn", "round", "role", "id", "model",
-                                           "text", "call_id", "name", "status"};
+                                           "text", "call_id", "name", "status", "finish_reason"};
 
 int dexa__event_message(dexa__ctx *c, const char *m, size_t n) {
   const char *v;

@@ -32,6 +32,7 @@
 #define ATTR_TURN_CONTROL "AgentTurnControl"
 #define ATTR_PENDING_CALLS "PendingToolCalls/" /* + call id */
 #define ATTR_CONTEXT_SUMMARY "AgentContextSummary"
+#define ATTR_USAGE "AgentUsage"
 
 /* Channels */
 #define CHAN_USER_MESSAGE_SIGNALS "UserMessageSignals"
