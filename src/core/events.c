@@ -1,6 +1,7 @@
 /* AgentEvents: durable events go into the result; live ones to the sink. */
 #include <string.h>
 
+#include "core/attachments.h"
 #include "core/core.h"
 #include "util/json_span.h"
 
@@ -49,6 +50,10 @@ int dexa__event_message(dexa__ctx *c, const char *m, size_t n) {
     first = 0;
   }
   if (dexa__json_get(m, n, "tool_calls", &v, &vl) == 0) dexa__buf_puts(&e, ",\"has_tool_calls\":true");
+  if (dexa__json_get(m, n, "attachments", &v, &vl) == 0) {
+    dexa__buf_puts(&e, ",\"attachments\":");
+    dexa__attachments_view(&e, v, vl);
+  }
   dexa__buf_putc(&e, '}');
   return dexa__event_end(c, &e);
 }

@@ -261,6 +261,70 @@ static void test_output_schema_reaches_every_request(void) {
   teardown(&g);
 }
 
+/* ---- attachments ---- */
+
+static void test_attachments_are_stored_and_reach_the_model(void) {
+  script s = {0};
+  fixture f = setup(&s, NULL);
+  const char *in = "{\"text\":\"\",\"attachments\":[{\"type\":\"image\",\"media_type\":"
+                   "\"image/png\",\"data\":\"iVBORw0KGgo=\"},{\"type\":\"file\",\"url\":"
+                   "\"https://example.com/a.pdf\",\"media_type\":\"application/pdf\",\"name\":\"a.pdf\"}]}";
+  CHECK_EQ_INT(memhost_rpc(f.h, "send_message", in, NULL), DEXA_OK);
+  memhost_run(f.h);
+  cJSON *m = message(&f, 1);
+  CHECK(m);
+  char *att = cJSON_PrintUnformatted(cJSON_GetObjectItem(m, "attachments"));
+  cJSON_Delete(m);
+  CHECK(att);
+  CHECK_STR(att, "[{\"type\":\"image\",\"media_type\":\"image/png\",\"data\":\"iVBORw0KGgo=\"},"
+                 "{\"type\":\"file\",\"url\":\"https://example.com/a.pdf\",\"media_type\":"
+                 "\"application/pdf\",\"name\":\"a.pdf\"}]");
+  free(att);
+  CHECK_CONTAINS(s.last_request, "\"data\":\"iVBORw0KGgo=\"");
+  /* Events show the attachments without their bytes. */
+  const char *ev = memhost_events(f.h);
+  CHECK(!strstr(ev, "iVBORw0KGgo="));
+  CHECK_CONTAINS(ev, "\"attachments\":[{\"type\":\"image\",\"media_type\":\"image/png\",\"bytes\":8},"
+                     "{\"type\":\"file\",\"media_type\":\"application/pdf\",\"name\":\"a.pdf\","
+                     "\"url\":\"https://example.com/a.pdf\"}]");
+  teardown(&f);
+}
+
+static void test_bad_attachments_are_refused(void) {
+  static const struct {
+    const char *att;
+    int rc;
+  } bad[] = {
+      {"{\"type\":\"image\",\"media_type\":\"image/png\",\"data\":\"not base64!\"}", DEXA_E_INVALID_ARG},
+      {"{\"type\":\"image\",\"data\":\"iVBORw0KGgo=\"}", DEXA_E_INVALID_ARG},
+      {"{\"type\":\"image\",\"media_type\":\"image/png\",\"data\":\"iVBORw0KGgo=\",\"url\":\"https://x\"}",
+       DEXA_E_INVALID_ARG},
+      {"{\"type\":\"image\",\"media_type\":\"image/tiff\",\"data\":\"iVBORw0KGgo=\"}", DEXA_E_INVALID_ARG},
+      {"{\"type\":\"video\",\"url\":\"https://x\"}", DEXA_E_INVALID_ARG},
+      {"{\"type\":\"image\",\"url\":\"file:///etc/passwd\"}", DEXA_E_INVALID_ARG},
+      {"{\"type\":\"image\",\"url\":\"https://x\",\"detail\":\"high\"}", DEXA_E_UNKNOWN_KEY},
+      {"\"image.png\"", DEXA_E_INVALID_ARG},
+  };
+  script s = {0};
+  fixture f = setup(&s, NULL);
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char in[512];
+    snprintf(in, sizeof in, "{\"text\":\"look\",\"attachments\":[%s]}", bad[i].att);
+    int rc = memhost_rpc(f.h, "send_message", in, NULL);
+    if (rc != bad[i].rc) fprintf(stderr, "    %s: %s\n", bad[i].att, dexa_error_name(rc));
+    CHECK_EQ_INT(rc, bad[i].rc);
+  }
+  char many[4096] = "{\"text\":\"x\",\"attachments\":[";
+  for (int i = 0; i < 17; i++) strcat(many, i ? ",{\"type\":\"image\",\"url\":\"https://x\"}" : "{\"type\":\"image\",\"url\":\"https://x\"}");
+  strcat(many, "]}");
+  CHECK_EQ_INT(memhost_rpc(f.h, "send_message", many, NULL), DEXA_E_TOO_LARGE);
+  CHECK_EQ_INT(memhost_rpc(f.h, "send_message", "{\"text\":\" \",\"attachments\":[]}", NULL),
+               DEXA_E_EMPTY_MESSAGE);
+  CHECK_EQ_INT(memhost_count(f.h, "QueuedUserMessages/"), 0);
+  CHECK_EQ_INT(s.calls, 0);
+  teardown(&f);
+}
+
 /* ---- fallbacks ---- */
 
 static void test_fallback_runs_when_the_model_keeps_failing(void) {
@@ -393,6 +457,8 @@ int main(void) {
   RUN(test_truncated_answer_fails_the_turn_when_set_to_fail);
   RUN(test_bad_settings_refuse_the_session);
   RUN(test_output_schema_reaches_every_request);
+  RUN(test_attachments_are_stored_and_reach_the_model);
+  RUN(test_bad_attachments_are_refused);
   RUN(test_fallback_runs_when_the_model_keeps_failing);
   RUN(test_fallback_not_used_for_permanent_errors);
   RUN(test_fallback_names_are_checked);
