@@ -2,9 +2,11 @@
  *
  * A model client turns one model request (the session's instructions,
  * retained messages and offered tools, as JSON) into a reply: output items
- * stored verbatim, their display text, and the tool calls to run. Built-in
- * clients: OpenAI Responses, Chat Completions and Anthropic Messages
- * (dexa_model_client_new) and the demo models ("mock/dex", "mock/dex-mini").
+ * stored verbatim, their display text, the tool calls to run, why the model
+ * stopped and the tokens it used. Built-in clients: OpenAI Responses, Chat
+ * Completions, Anthropic Messages, Gemini, Vertex AI, Bedrock and Azure
+ * OpenAI (dexa_model_client_new) and the demo models ("mock/dex",
+ * "mock/dex-mini").
  * A host implements its own through dexa_model_vtable. Model handles are
  * reference counted: dexa_agent_new takes its own reference, so the caller
  * may free its handle right after. */
@@ -54,18 +56,28 @@ DEXA_EXTERN int dexa_model_demo_new(dexa_model **out, const char *name);
  *   "openai/<model>"       OpenAI Responses API
  *   "openai-chat/<model>"  Chat Completions: OpenAI, Ollama, vLLM, llama.cpp, ...
  *   "anthropic/<model>"    Anthropic Messages API
+ *   "gemini/<model>"       Gemini API (streamGenerateContent)
+ *   "vertex/<model>"       Gemini on Vertex AI (bearer token from a variable or a command)
+ *   "bedrock/<model id>"   Amazon Bedrock ConverseStream (SigV4 from the AWS variables)
+ *   "azure/<deployment>"   Azure OpenAI (api-key; v1 surface or deployment URLs)
  *   "mock/<name>"          the demo model (no options)
  * options_json (may be NULL or "{}") is an object with any of "base_url",
  * "api_key", "api_key_env", "timeout_ms", "connect_timeout_ms",
- * "max_output_tokens", "reasoning_effort", "reasoning_summary",
+ * "max_output_tokens", "temperature", "top_p", "seed", "stop", "headers",
+ * "query", "reasoning_effort", "reasoning_summary", "encrypted_reasoning",
  * "thinking_budget_tokens", "anthropic_version", "tool_choice",
- * "parallel_tool_calls" (see dexa_model_client_new(3)). Without "api_key"
- * the key is read from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY or
- * "api_key_env") at each call; it is never logged or stored in session state.
- * On error *out is NULL and errmsg (if not NULL) receives a message. Returns
- * DEXA_OK, DEXA_E_INVALID_ARG (unknown provider prefix, empty model, a bad
- * option value), DEXA_E_UNKNOWN_KEY (an option that is not known),
- * DEXA_E_INVALID_JSON or DEXA_E_NOMEM. */
+ * "parallel_tool_calls", "strict_tools", "prompt_caching", "cache_ttl",
+ * "price", "fallbacks", "project", "location", "access_token_env",
+ * "token_command", "token_ttl_s", "region", "api_version", "api" (see
+ * dexa_model_client_new(3) for which provider takes which). Credentials
+ * are read from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY,
+ * GEMINI_API_KEY, GOOGLE_CLOUD_ACCESS_TOKEN, AWS_ACCESS_KEY_ID, ...,
+ * AZURE_OPENAI_API_KEY) at each call unless "api_key" gives one; they are
+ * never logged or stored in session state. On error *out is NULL and errmsg
+ * (if not NULL) receives a message. Returns DEXA_OK, DEXA_E_INVALID_ARG
+ * (unknown provider prefix, empty model, a bad option value),
+ * DEXA_E_UNKNOWN_KEY (an option that is not known or not taken by the
+ * provider), DEXA_E_INVALID_JSON or DEXA_E_NOMEM. */
 DEXA_EXTERN int dexa_model_client_new(dexa_model **out, const char *name, const char *options_json,
                                       size_t options_len, char *errmsg, size_t errmsg_size);
 
