@@ -1,11 +1,11 @@
 /* QueuedUserMessages and AgentQueueState. */
 #include "core/queue.h"
 
-#include "core/attachments.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/attachments.h"
 
 int dexa__queue_state_load(dexa__ctx *c, dexa__queue_state *q) {
   cJSON *o;

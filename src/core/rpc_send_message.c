@@ -1,6 +1,7 @@
 /* send_message: queues a user message (text and optional attachments) in
- * QueuedUserMessages and signals AwaitUserMessage. A message sent during a turn waits for its own turn
- * (or is steered in). plan_mode asks for a planning turn. */
+ * QueuedUserMessages and signals AwaitUserMessage. A message sent during a
+ * turn waits for its own turn (or is steered in). plan_mode asks for a
+ * planning turn. */
 #include <stdio.h>
 #include <string.h>
 
@@ -8,7 +9,8 @@
 #include "core/queue.h"
 
 /* Checks the input; returns DEXA_OK or fails the result with the reason. */
-static int check_input(dexa__ctx *c, const cJSON *text, const cJSON *plan, const cJSON *attachments) {
+static int check_input(dexa__ctx *c, const cJSON *text, const cJSON *plan,
+                       const cJSON *attachments) {
   if (!cJSON_IsObject(c->input))
     return dexa__result_fail(c->result, DEXA_E_INVALID_JSON, "send_message takes {\"text\":...}");
   if (!cJSON_IsString(text))
