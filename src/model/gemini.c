@@ -37,6 +37,8 @@ static void open_role(contents *c, const char *role) {
     return;
   }
   if (c->role) dexa__buf_puts(c->b, "]},");
+  else if (strcmp(role, "model") == 0) /* the first content must be the user's */
+    dexa__buf_puts(c->b, "{\"role\":\"user\",\"parts\":[{\"text\":\"(conversation continues)\"}]},");
   dexa__buf_printf(c->b, "{\"role\":\"%s\",\"parts\":[", role);
   c->role = role;
   c->parts = 1;

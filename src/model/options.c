@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "dexagents/errors.h"
 #include "model/provider.h"
@@ -88,10 +89,14 @@ static int opt_url(parse *p, const cJSON *v, char **slot) {
   return DEXA_OK;
 }
 
-/* An HTTP header name (RFC 9110 token) that a client does not own. */
+/* An HTTP header name (RFC 9110 token) that a client does not own: not the
+ * framing ones, and not the credential headers (a second Authorization
+ * would be sent beside the client's; credentials go in api_key). */
 static int header_name_ok(const char *s) {
   static const char *const owned[] = {"content-type", "content-length", "host", "accept",
-                                      "transfer-encoding", "expect", "connection", NULL};
+                                      "transfer-encoding", "expect", "connection",
+                                      "authorization", "x-api-key", "api-key", "x-goog-api-key",
+                                      "anthropic-version", NULL};
   if (!*s || strlen(s) > 100) return 0;
   for (const char *q = s; *q; q++)
     if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') ||
@@ -120,8 +125,8 @@ static int query_name_ok(const char *s) {
 }
 
 static int opt_kv(parse *p, const cJSON *v, dexa__kv **slot, size_t *count, int headers) {
-  const char *why = headers ? "an object of header names (not Content-Type, Host, Accept or x-amz-*) "
-                              "to printable string values"
+  const char *why = headers ? "an object of header names (not Content-Type, Host, Accept, x-amz-* or "
+                              "a credential header: credentials go in api_key) to printable string values"
                             : "an object of parameter names ([A-Za-z0-9._~-]) to printable strings";
   if (!cJSON_IsObject(v) || cJSON_GetArraySize(v) > MAX_KV) return invalid(p, why);
   size_t n = (size_t)cJSON_GetArraySize(v);
@@ -297,10 +302,10 @@ static int set_gated(parse *p, const cJSON *v, const char *k) {
                                                          : 1024,
                    100000000, "an integer of at least 1024 (Gemini: 1)");
   if (!strcmp(k, "anthropic_version")) return opt_str(p, v, &c->anthropic_version, NULL, "a date");
-  if (!strcmp(k, "seed"))
-    return opt_i64(p, v, &c->seed, -2147483648LL, 2147483647LL, "a 32-bit integer") == DEXA_OK
-               ? (c->has_seed = 1, DEXA_OK)
-               : DEXA_E_INVALID_ARG;
+  if (!strcmp(k, "seed")) {
+    c->has_seed = 1;
+    return opt_i64(p, v, &c->seed, -2147483648LL, 2147483647LL, "a 32-bit integer");
+  }
   if (!strcmp(k, "stop")) return opt_stop(p, v);
   if (!strcmp(k, "strict_tools")) return opt_bool(p, v, &c->strict_tools, "true or false");
   if (!strcmp(k, "cache_ttl")) return opt_str(p, v, &c->cache_ttl, ttls, "\"5m\" or \"1h\"");

@@ -184,7 +184,8 @@ int dexa__put_tools_with(const dexa_model_request *req, const dexa__tool_shape *
     cJSON_free(params);
     /* Members go before the close, into the object that holds the
      * parameters (Chat: the function object). */
-    if (opts->strict_member && dexa__schema_strict_ok(schema)) dexa__buf_puts(b, opts->strict_member);
+    if (opts->strict_member && schema && dexa__schema_strict_ok(schema))
+      dexa__buf_puts(b, opts->strict_member);
     else if (opts->nonstrict_member) dexa__buf_puts(b, opts->nonstrict_member);
     if (opts->last_member && *count == n) dexa__buf_puts(b, opts->last_member);
     dexa__buf_puts(b, shape->close);

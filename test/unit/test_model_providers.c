@@ -141,6 +141,7 @@ static void options_are_checked_with_clear_errors(void) {
       {"openai/g", "{\"cache_ttl\":\"1h\"}", DEXA_E_UNKNOWN_KEY, "\"cache_ttl\""},
       {"openai/g", "{\"headers\":{\"Content-Type\":\"text/plain\"}}", DEXA_E_INVALID_ARG, "header names"},
       {"openai/g", "{\"headers\":{\"X-A\":\"line\\nbreak\"}}", DEXA_E_INVALID_ARG, "header names"},
+      {"openai/g", "{\"headers\":{\"authorization\":\"Bearer x\"}}", DEXA_E_INVALID_ARG, "api_key"},
       {"bedrock/m", "{\"headers\":{\"X-Amz-Date\":\"x\"}}", DEXA_E_INVALID_ARG, "x-amz-*"},
       {"openai/g", "{\"query\":{\"a b\":\"c\"}}", DEXA_E_INVALID_ARG, "parameter names"},
       {"openai/g", "{\"price\":{\"input\":1}}", DEXA_E_INVALID_ARG, "USD per million"},
