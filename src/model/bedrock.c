@@ -265,8 +265,13 @@ static int url(dexa__call *call, const char *base) {
     snprintf(call->err, sizeof call->err, "no region (set AWS_REGION or the region option)");
     return DEXA_E_AUTH;
   }
-  if (base && *base) dexa__buf_puts(&call->url, base);
-  else dexa__buf_printf(&call->url, "https://bedrock-runtime.%s.amazonaws.com", region);
+  if (base && *base) {
+    size_t n = strlen(base);
+    while (n && base[n - 1] == '/') n--;
+    dexa__buf_append(&call->url, base, n);
+  } else {
+    dexa__buf_printf(&call->url, "https://bedrock-runtime.%s.amazonaws.com", region);
+  }
   dexa__buf_puts(&call->url, "/model/");
   dexa__url_escape(&call->url, call->cfg->model);
   dexa__buf_puts(&call->url, "/converse-stream");

@@ -124,6 +124,10 @@ DEXA_EXTERN int dexa_model_client_new(dexa_model **out, const char *name, const 
 
 int dexa__call_header(dexa__call *call, const char *name, const char *value) {
   if (call->header_count == DEXA__MAX_HEADERS) return DEXA_E_INTERNAL;
+  if (strpbrk(value, "\r\n")) { /* a credential read from the environment, say */
+    snprintf(call->err, sizeof call->err, "the value of header %.60s has a line break", name);
+    return DEXA_E_AUTH;
+  }
   dexa__buf h;
   dexa__buf_init(&h);
   dexa__buf_printf(&h, "%s: %s", name, value);

@@ -124,6 +124,8 @@ static int query_name_ok(const char *s) {
   return 1;
 }
 
+static void kv_free(dexa__kv *kv, size_t n);
+
 static int opt_kv(parse *p, const cJSON *v, dexa__kv **slot, size_t *count, int headers) {
   const char *why = headers ? "an object of header names (not Content-Type, Host, Accept, x-amz-* or "
                               "a credential header: credentials go in api_key) to printable string values"
@@ -154,6 +156,7 @@ static int opt_kv(parse *p, const cJSON *v, dexa__kv **slot, size_t *count, int 
     free(kv);
     return rc;
   }
+  kv_free(*slot, *count); /* a key given twice: the last one holds */
   *slot = kv;
   *count = n;
   return DEXA_OK;
@@ -166,6 +169,9 @@ static int opt_stop(parse *p, const cJSON *v) {
     return invalid(p, max >= 5 ? "an array of 1 to 5 non-empty strings"
                                : "an array of 1 to 4 non-empty strings");
   size_t n = (size_t)cJSON_GetArraySize(v);
+  for (size_t i = 0; i < c->stop_count; i++) free(c->stop[i]);
+  free(c->stop);
+  c->stop_count = 0;
   c->stop = calloc(n, sizeof *c->stop);
   if (!c->stop) return DEXA_E_NOMEM;
   const cJSON *e;
@@ -214,6 +220,8 @@ static int opt_fallbacks(parse *p, const cJSON *v) {
       return cJSON_IsString(e) && *e->valuestring ? DEXA_E_NOMEM : invalid(p, why);
     }
   }
+  for (size_t k = 0; k < *p->fallback_count; k++) free((*p->fallbacks)[k]);
+  free(*p->fallbacks);
   *p->fallbacks = names;
   *p->fallback_count = n;
   return DEXA_OK;

@@ -109,7 +109,8 @@ void dexa__call_free(dexa__call *call);
 int dexa__call_prepare(dexa__call *call);
 
 /* Adds "Name: value" to the call's headers. Returns DEXA_OK, DEXA_E_NOMEM,
- * or DEXA_E_INTERNAL when the list is full. */
+ * DEXA_E_AUTH (a value with a line break, say in call->err) or
+ * DEXA_E_INTERNAL when the list is full. */
 int dexa__call_header(dexa__call *call, const char *name, const char *value);
 
 /* Which options a provider takes (bits of dexa__provider.options). */

@@ -273,7 +273,7 @@ int dexa__request_session(const dexa_model_request *req, char *out, size_t size)
   const char *s = cJSON_GetStringValue(sid);
   snprintf(out, size, "%s", s ? s : "");
   cJSON_Delete(sid);
-  return s && *s;
+  return out[0] != '\0';
 }
 
 cJSON *dexa__request_output_schema(const dexa_model_request *req) {

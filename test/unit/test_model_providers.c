@@ -145,6 +145,10 @@ static void options_are_checked_with_clear_errors(void) {
       {"bedrock/m", "{\"headers\":{\"X-Amz-Date\":\"x\"}}", DEXA_E_INVALID_ARG, "x-amz-*"},
       {"openai/g", "{\"query\":{\"a b\":\"c\"}}", DEXA_E_INVALID_ARG, "parameter names"},
       {"openai/g", "{\"price\":{\"input\":1}}", DEXA_E_INVALID_ARG, "USD per million"},
+      /* keys given twice (the last holds; nothing leaks), then a bad value */
+      {"openai-chat/m", "{\"headers\":{\"X-A\":\"1\"},\"headers\":{\"X-B\":\"1\"},\"stop\":[\"a\"],"
+                        "\"stop\":[\"b\"],\"fallbacks\":[\"x/1\"],\"fallbacks\":[\"y/1\"],\"temperature\":9}",
+       DEXA_E_INVALID_ARG, "\"temperature\""},
       {"openai/g", "{\"price\":{\"input\":1,\"output\":2,\"bulk\":1}}", DEXA_E_INVALID_ARG, "\"price\""},
       {"openai/g", "{\"fallbacks\":\"anthropic/c\"}", DEXA_E_INVALID_ARG, "model names"},
       {"openai/g", "{\"fallbacks\":[\"openai/g\"]}", DEXA_E_INVALID_ARG, "fallbacks"},
@@ -788,9 +792,14 @@ static void azure_urls_and_key(void) {
     else CHECK(!strstr(body(&p), "prompt_cache_key")); /* opt-in on Azure */
     release(&p);
   }
+  setenv("AZURE_OPENAI_API_KEY", "az-secret\r\nX-Injected: 1", 1);
+  prepared p;
+  prepare(&p, "azure/d", "{\"base_url\":\"https://r.openai.azure.com\"}", NULL, msgs, 1);
+  CHECK_EQ_INT(p.rc, DEXA_E_AUTH); /* never a header injected from the environment */
+  CHECK_CONTAINS(p.call.err, "line break");
+  release(&p);
   unsetenv("AZURE_OPENAI_API_KEY");
   unsetenv("AZURE_OPENAI_ENDPOINT");
-  prepared p;
   prepare(&p, "azure/d", "{\"base_url\":\"https://r.openai.azure.com\"}", NULL, msgs, 1);
   CHECK_EQ_INT(p.rc, DEXA_E_AUTH);
   CHECK_CONTAINS(p.call.err, "AZURE_OPENAI_API_KEY");
