@@ -16,7 +16,8 @@
  *   the middle of the stream retried; a 401 failing the turn with the
  *   provider's message;
  *   a truncated answer (finish reason length) shown as truncated;
- *   an image attachment and a tool's image result in the provider's format.
+ *   an image attachment and a tool's image result in the provider's format;
+ *   a session with an output schema (and strict tools) asking for it.
  * And one session whose model keeps failing moves to its fallback.
  * Every fault is aimock's own (fixtures with status, sequenceIndex,
  * truncateAfterChunks). aimock's journal keeps requests only normalized, so
@@ -66,12 +67,17 @@ typedef struct client {
   const char *tool_image; /* how a tool's image result looks on the wire */
   const char *sampling;   /* how temperature looks on the wire */
   const char *caching;    /* how prompt caching looks on the wire (NULL: none) */
+  const char *schema;     /* how the session's output schema looks on the wire (NULL: refused) */
 } client;
 
 #define PNG "iVBORw0KGgoAAAANSUhEUg=="
 /* The thought signature the proxy gives a Gemini function call part. */
 #define GEMINI_CALL_SIGNATURE "\"thoughtSignature\":\"c2lnLWdlbWluaS1jYWxs"
 #define COMMON ",\"headers\":{\"X-Dexa-Test\":\"wire\"},\"query\":{\"trace\":\"on\"}"
+/* The output schema of the structured-output sessions. */
+#define SCHEMA                                                                                     \
+  "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"],"   \
+  "\"additionalProperties\":false}"
 
 static const client clients[] = {
     {"openai/gpt-5-mini", "oair",
@@ -80,26 +86,30 @@ static const client clients[] = {
      "{\"type\":\"input_image\",\"image_url\":\"data:image/png;base64," PNG "\"}",
      "\"output\":[{\"type\":\"input_text\",\"text\":\"chart\"},{\"type\":\"input_image\",\"image_url\":"
      "\"data:image/png;base64," PNG "\"}]",
-     "\"temperature\":0.5", "\"prompt_cache_key\":\"s-gpt-5-mini\""},
+     "\"temperature\":0.5", "\"prompt_cache_key\":\"s-gpt-5-mini\"",
+     "\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"city\",\"schema\":" SCHEMA ",\"strict\":true}}"},
     {"openai-chat/llama3", "chat", ",\"api_key\":\"sk-test\",\"temperature\":0.5,\"seed\":7,\"stop\":[\"##\"]" COMMON,
      "/v1/chat/completions?trace=on", "authorization: Bearer sk-test", "\"tool_calls\"",
      "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64," PNG "\"}}",
      "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Images returned by the tool calls "
      "above:\"},{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64," PNG "\"}}]}",
-     "\"temperature\":0.5,\"seed\":7,\"stop\":[\"##\"]", NULL},
+     "\"temperature\":0.5,\"seed\":7,\"stop\":[\"##\"]", NULL,
+     "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"city\",\"schema\":" SCHEMA},
     {"anthropic/claude-sonnet-4-5", "anth",
      ",\"api_key\":\"sk-test\",\"thinking_budget_tokens\":2048,\"temperature\":1" COMMON,
      "/v1/messages?trace=on", "x-api-key: sk-test", "\"signature\"",
      "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":\"" PNG "\"}}",
      "\"content\":[{\"type\":\"text\",\"text\":\"chart\"},{\"type\":\"image\",\"source\":{\"type\":\"base64\","
      "\"media_type\":\"image/png\",\"data\":\"" PNG "\"}}]",
-     "\"temperature\":1", "\"cache_control\":{\"type\":\"ephemeral\"}"},
+     "\"temperature\":1", "\"cache_control\":{\"type\":\"ephemeral\"}",
+     "\"output_config\":{\"format\":{\"type\":\"json_schema\",\"schema\":" SCHEMA "}}"},
     {"gemini/gemini-2.5-flash", "gemi",
      ",\"api_key\":\"g-test\",\"thinking_budget_tokens\":1024,\"temperature\":0.5,\"seed\":7" COMMON,
      "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&trace=on", "x-goog-api-key: g-test",
      GEMINI_CALL_SIGNATURE, "{\"inlineData\":{\"mimeType\":\"image/png\",\"data\":\"" PNG "\"}}",
      "\"response\":{\"output\":\"chart\"}}},{\"inlineData\":{\"mimeType\":\"image/png\",\"data\":\"" PNG "\"}}",
-     "\"temperature\":0.5,\"seed\":7", NULL},
+     "\"temperature\":0.5,\"seed\":7", NULL,
+     "\"responseMimeType\":\"application/json\",\"responseJsonSchema\":" SCHEMA},
     {"vertex/gemini-2.5-pro", "vrtx",
      ",\"project\":\"test-proj\",\"location\":\"europe-west4\",\"token_command\":\"printf vertex-token-1\","
      "\"temperature\":0.5" COMMON,
@@ -108,20 +118,22 @@ static const client clients[] = {
      "authorization: Bearer vertex-token-1", GEMINI_CALL_SIGNATURE,
      "{\"inlineData\":{\"mimeType\":\"image/png\",\"data\":\"" PNG "\"}}",
      "\"response\":{\"output\":\"chart\"}}},{\"inlineData\":{\"mimeType\":\"image/png\",\"data\":\"" PNG "\"}}",
-     "\"temperature\":0.5", NULL},
+     "\"temperature\":0.5", NULL, "\"responseMimeType\":\"application/json\",\"responseJsonSchema\":" SCHEMA},
     {"bedrock/anthropic.claude-sonnet-4-5-v1:0", "bdrk",
      ",\"region\":\"us-east-1\",\"thinking_budget_tokens\":2048,\"stop\":[\"##\"]" COMMON,
      "/model/anthropic.claude-sonnet-4-5-v1%3A0/converse-stream?trace=on",
      "authorization: AWS4-HMAC-SHA256 Credential=AKIDDEXATEST/", "\"signature\"",
      "{\"image\":{\"format\":\"png\",\"source\":{\"bytes\":\"" PNG "\"}}}",
      "\"content\":[{\"text\":\"chart\"},{\"image\":{\"format\":\"png\",\"source\":{\"bytes\":\"" PNG "\"}}}]",
-     "\"stopSequences\":[\"##\"]", NULL}, /* aimock cannot read a cachePoint among tools */
+     "\"stopSequences\":[\"##\"]", NULL, /* aimock cannot read a cachePoint among tools */
+     NULL},
     {"azure/dep-chat", "azdc",
      ",\"api_key\":\"az-key\",\"api_version\":\"2024-10-21\",\"temperature\":0.5,\"prompt_caching\":true" COMMON,
      "/openai/deployments/dep-chat/chat/completions?api-version=2024-10-21&trace=on", "api-key: az-key",
      "\"tool_calls\"", "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64," PNG "\"}}",
      "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64," PNG "\"}}]}",
-     "\"temperature\":0.5", "\"prompt_cache_key\":\"s-dep-chat\""},
+     "\"temperature\":0.5", "\"prompt_cache_key\":\"s-dep-chat\"",
+     "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"city\",\"schema\":" SCHEMA},
     {"azure/dep-resp", "azvr",
      ",\"api_key\":\"az-key\",\"api\":\"responses\",\"reasoning_effort\":\"low\",\"temperature\":0.5,"
      "\"prompt_caching\":true" COMMON,
@@ -129,7 +141,8 @@ static const client clients[] = {
      "{\"type\":\"input_image\",\"image_url\":\"data:image/png;base64," PNG "\"}",
      "\"output\":[{\"type\":\"input_text\",\"text\":\"chart\"},{\"type\":\"input_image\",\"image_url\":"
      "\"data:image/png;base64," PNG "\"}]",
-     "\"temperature\":0.5", "\"prompt_cache_key\":\"s-dep-resp\""},
+     "\"temperature\":0.5", "\"prompt_cache_key\":\"s-dep-resp\"",
+     "\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"city\",\"schema\":" SCHEMA ",\"strict\":true}}"},
 };
 #define NCLIENTS (sizeof clients / sizeof *clients)
 
@@ -191,8 +204,10 @@ static void write_group(FILE *f, const char *t) {
           "{\"match\":{\"userMessage\":\"chart-%s\",\"hasToolResult\":true},\"response\":"
           "{\"content\":\"The chart shows growth.\"}},\n"
           "{\"match\":{\"userMessage\":\"chart-%s\"},\"response\":{\"toolCalls\":["
-          "{\"name\":\"get_chart\",\"arguments\":{}}]}},\n",
-          t, t, t, t);
+          "{\"name\":\"get_chart\",\"arguments\":{}}]}},\n"
+          "{\"match\":{\"userMessage\":\"schema-%s\"},\"response\":{\"content\":"
+          "\"{\\\"city\\\":\\\"Paris\\\"}\"}},\n",
+          t, t, t, t, t);
 }
 
 static void write_fixtures(const char *path) {
@@ -342,7 +357,9 @@ static dexa_tool_source *make_tools(void) {
   dexa_tool_source *tools = NULL;
   dexa_function_tools_new(&tools, "fns");
   const char *wp = "{\"type\":\"object\",\"properties\":{\"location\":{\"type\":\"string\"}}}";
-  const char *tp = "{\"type\":\"object\",\"properties\":{\"tz\":{\"type\":\"string\"}}}";
+  /* strict-ready: strict_tools sends it with strict:true */
+  const char *tp = "{\"type\":\"object\",\"properties\":{\"tz\":{\"type\":\"string\"}},\"required\":[\"tz\"],"
+                   "\"additionalProperties\":false}";
   dexa_function_tools_add(tools, "get_weather", "The weather at a place", wp, DEXA_TOOL_READ,
                           DEXA_APPROVAL_NONE, get_weather, NULL);
   dexa_function_tools_add(tools, "get_time", "The time in a zone", tp, DEXA_TOOL_READ,
@@ -364,7 +381,8 @@ static dexa_model *make_client(const char *model, const char *extra) {
 }
 
 /* A runtime on its own store with models (the first is the session's). */
-static int open_session(session *s, dexa_model **models, size_t n, const char *sid) {
+static int open_session(session *s, dexa_model **models, size_t n, const char *sid,
+                        const char *settings) {
   memset(s, 0, sizeof *s);
   dexa_tool_source *tools = make_tools();
   dexa_agent_def def;
@@ -391,7 +409,8 @@ static int open_session(session *s, dexa_model **models, size_t n, const char *s
   rc = dexa_runtime_new(&s->rt, s->agent, &o, err, sizeof err);
   if (rc == DEXA_OK) rc = dexa_runtime_start(s->rt, 2);
   snprintf(s->sid, sizeof s->sid, "%s", sid);
-  if (rc == DEXA_OK) rc = dexa_runtime_start_session(s->rt, s->sid, "{}", 2, NULL, NULL);
+  if (rc == DEXA_OK)
+    rc = dexa_runtime_start_session(s->rt, s->sid, settings, strlen(settings), NULL, NULL);
   if (rc != DEXA_OK) fprintf(stderr, "    session: %s %s\n", dexa_error_name(rc), err);
   return rc;
 }
@@ -490,7 +509,7 @@ static session *get_session(size_t i) {
     snprintf(sid, sizeof sid, "s-%s", strchr(clients[i].model, '/') + 1);
     for (char *p = sid; *p; p++)
       if (*p == '/' || *p == '.' || *p == ':') *p = '-';
-    if (open_session(&sessions[i], &m, 1, sid) != DEXA_OK) return NULL;
+    if (open_session(&sessions[i], &m, 1, sid, "{}") != DEXA_OK) return NULL;
     opened[i] = 1;
   }
   return &sessions[i];
@@ -708,6 +727,43 @@ static void tool_image_reaches_the_model(size_t i) {
   CHECK(answered);
 }
 
+/* A session started with an output schema (and strict tools where the
+ * provider has them): every request asks for answers of that schema;
+ * Bedrock, which has none, fails the turn with the reason. */
+static void structured_output_session(size_t i) {
+  if (skip_reason) SKIP(skip_reason);
+  const client *c = &clients[i];
+  int strict = !strncmp(c->model, "openai", 6) || !strncmp(c->model, "anthropic", 9) ||
+               !strncmp(c->model, "azure", 5);
+  char opts[1024];
+  snprintf(opts, sizeof opts, "%s%s", c->options, strict ? ",\"strict_tools\":true" : "");
+  dexa_model *m = make_client(c->model, opts);
+  CHECK(m);
+  char sid[64];
+  snprintf(sid, sizeof sid, "s-schema-%s", c->tag);
+  session s;
+  const char *settings = "{\"output_schema\":{\"name\":\"city\",\"schema\":" SCHEMA "}}";
+  CHECK_EQ_INT(open_session(&s, &m, 1, sid, settings), DEXA_OK);
+  char msg[64];
+  snprintf(msg, sizeof msg, "schema-%s", c->tag);
+  int rc = turn(&s, msg);
+  char *ev = events(&s);
+  close_session(&s);
+  cJSON *r = request_with(msg);
+  int ok;
+  if (c->schema) {
+    ok = rc == DEXA_OK && r && strstr(req_body(r), c->schema) && ev && strstr(ev, "turn_finished") &&
+         strstr(ev, "{\\\"city\\\":\\\"Paris\\\"}");
+    if (ok && strict) ok = strstr(req_body(r), "\"additionalProperties\":false},\"strict\":true") != NULL;
+  } else {
+    ok = rc == DEXA_OK && ev && strstr(ev, "turn_failed") && strstr(ev, "no structured output");
+  }
+  if (!ok) fprintf(stderr, "    request %.2500s\n    events %.1500s\n", r ? req_body(r) : "(none)", ev ? ev : "");
+  cJSON_Delete(r);
+  dexa_free(ev);
+  CHECK(ok);
+}
+
 /* The session's model always answers 503: the first attempt retries it,
  * the second moves on to its fallback, and the reply names the fallback. */
 static void failing_model_falls_back(void) {
@@ -716,7 +772,7 @@ static void failing_model_falls_back(void) {
                       make_client("anthropic/claude-fallback", ",\"api_key\":\"sk-test\"")};
   CHECK(m[0] && m[1]);
   session s;
-  CHECK_EQ_INT(open_session(&s, m, 2, "s-fallback"), DEXA_OK);
+  CHECK_EQ_INT(open_session(&s, m, 2, "s-fallback", "{}"), DEXA_OK);
   CHECK_EQ_INT(turn(&s, "fallback-go"), DEXA_OK);
   char *snap = snapshot(&s), *ev = events(&s);
   int answered = snap && strstr(snap, "Answered by the fallback.") &&
@@ -756,6 +812,7 @@ FOR_EACH_CLIENT(unauthorized_401_fails_turn_with_message)
 FOR_EACH_CLIENT(truncated_answer_is_marked)
 FOR_EACH_CLIENT(image_attachment_reaches_the_model)
 FOR_EACH_CLIENT(tool_image_reaches_the_model)
+FOR_EACH_CLIENT(structured_output_session)
 
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
@@ -786,6 +843,7 @@ int main(void) {
   truncated_answer_is_marked_all();
   image_attachment_reaches_the_model_all();
   tool_image_reaches_the_model_all();
+  structured_output_session_all();
   /* Last: its user message stays unanswered, and the next one would join it. */
   unauthorized_401_fails_turn_with_message_all();
   RUN(failing_model_falls_back);
