@@ -1,4 +1,4 @@
-/* What the three stream decoders share: the state every decoder starts
+/* What the stream decoders share: the state every decoder starts
  * with, the first error it met, and the live deltas. A decoder turns the
  * events of one provider stream into a dexa_model_reply; it never records a
  * partial answer: a stream that ends before its terminal event, or breaks
@@ -20,7 +20,7 @@ typedef struct dexa__decoder {
   dexa_model_reply *reply;
   const char *client;            /* the client's name, for messages */
   int done;                      /* the terminal event was seen */
-  char id_prefix[48];            /* for call ids a provider does not give ("call" in tests) */
+  char id_prefix[48];            /* for call ids a provider does not give: call-t<turn>r<round> */
   int rc;                        /* first error, DEXA_OK until then */
   char err[768];
 } dexa__decoder;
