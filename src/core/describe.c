@@ -59,8 +59,8 @@ DEXA_EXTERN int dexa_flow_describe(char **out, size_t *out_len, const dexa_agent
   dexa__buf_puts(&b,
                  ",\"attributes\":[\"" ATTR_SESSION "\",\"" ATTR_TRANSCRIPT "\",\"" ATTR_TURN
                  "\",\"" ATTR_QUEUE_STATE "\",\"" ATTR_MESSAGES "\",\"" ATTR_MESSAGE_CHUNKS
-                 "\",\"" ATTR_QUEUED_MESSAGES "\",\"" ATTR_PLAN "\",\"" ATTR_HARNESS "\",\""
-                 ATTR_HARNESS_STATE "\",\"" ATTR_HARNESS_ENTRIES "\"]"
+                 "\",\"" ATTR_QUEUED_MESSAGES "\",\"" ATTR_PLAN "\",\"" ATTR_USAGE "\",\""
+                 ATTR_HARNESS "\",\"" ATTR_HARNESS_STATE "\",\"" ATTR_HARNESS_ENTRIES "\"]"
                  ",\"channels\":[\"" CHAN_USER_MESSAGE_SIGNALS "\",\"" CHAN_TOOL_RESULTS
                  "\",\"" CHAN_TOOL_DECISIONS "\"]"
                  ",\"streams\":[\"" STREAM_EVENTS "\"],\"transitions\":");
