@@ -71,7 +71,7 @@ DEPFILES = $(OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BIN
 # Debian packages: to build, and what `make check` needs on top.
 DEB_BUILD := gcc make binutils pkg-config libcjson-dev libcurl4-openssl-dev libmbedtls-dev \
   libmicrohttpd-dev libsqlite3-dev libpq-dev
-DEB_CHECK := g++ clang abigail-tools groff-base man-db
+DEB_CHECK := g++ clang abigail-tools groff-base man-db python3-cffi python3-venv python3-pip
 # The AI Agent page's browser tests (test/e2e) drive Debian's chromium.
 DEB_E2E := chromium
 DEB_VALGRIND := valgrind
@@ -90,7 +90,8 @@ ABI_BASELINE := abi/libdexagents.abi
 .DELETE_ON_ERROR:
 .PHONY: all lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench run run-chat check \
   check-asan check-tsan check-valgrind check-abi abi-update fuzz install install-shared install-static \
-  install-includes install-man install-pc uninstall clean help
+  install-includes install-man install-pc uninstall clean help ldconfig python-dist node-pack \
+  python-reference
 
 all: lib-shared lib-static
 lib-shared: $(SHLIB)
@@ -239,11 +240,27 @@ check-valgrind:
 	  test/run
 
 # ---- language bindings -----------------------------------------------------
-# bindings/python needs no build (cffi ABI mode over the .so); bindings/node is
-# an N-API addon built with $(CC) against Node's headers (bindings/node/build.sh).
+# bindings/python is pure Python (cffi ABI mode over the .so): python-dist builds
+# its wheel and sdist with its own PEP 517 backend (standard library only) into
+# $(BUILD)/python. bindings/node is an N-API addon in C: `bindings` builds it in
+# place with $(CC) against Node's headers (bindings/node/build.js, no node-gyp,
+# no download); node-pack packs the npm tarball into $(BUILD)/node.
+PYTHON ?= python3
 bindings: $(SHLIB)
-	@if command -v node >/dev/null 2>&1; then CC="$(CC)" LIBOUT="$(LIBOUT)" bindings/node/build.sh; \
+	@if command -v node >/dev/null 2>&1; then CC="$(CC)" node bindings/node/build.js; \
 	else echo "bindings: node is not installed; the Node addon is not built"; fi
+
+python-dist:
+	@mkdir -p $(BUILD)/python
+	$(PYTHON) bindings/python/build_backend/dexagents_build.py --outdir $(BUILD)/python all
+
+# The reference of the Python API, generated from its docstrings.
+python-reference:
+	$(PYTHON) bindings/python/tools/gen_reference.py > bindings/python/REFERENCE.md
+
+node-pack:
+	@mkdir -p $(BUILD)/node
+	cd bindings/node && npm pack --silent --pack-destination $(abspath $(BUILD)/node)
 
 # ---- ABI baseline (abigail-tools) ----------------------------------------
 # abi-update writes the reviewed baseline from a -g build; check-abi fails on
@@ -262,6 +279,25 @@ install-shared: $(SHLIB)
 	$(INSTALL) -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB_NAME)
 	ln -sf $(SHLIB_NAME) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libdexagents.so
+	@$(MAKE) --no-print-directory ldconfig
+
+# The loader finds a new library in LIBDIR only once ldconfig has updated its
+# cache. Run it when installing for real as root; otherwise say what to do.
+# A staged install (DESTDIR) leaves it to the package's own scripts.
+LDCONFIG ?= $(shell command -v ldconfig 2>/dev/null || echo /sbin/ldconfig)
+ldconfig:
+	@if [ -n "$(DESTDIR)" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && [ -x "$(LDCONFIG)" ]; then \
+	  echo "$(LDCONFIG)"; "$(LDCONFIG)"; \
+	fi; \
+	if [ -x "$(LDCONFIG)" ] && "$(LDCONFIG)" -p 2>/dev/null | grep -q " => $(LIBDIR)/$(SONAME)$$"; then exit 0; fi; \
+	echo "install: the loader does not know $(LIBDIR) yet, so programs will not find $(SONAME):"; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "install:   add $(LIBDIR) to /etc/ld.so.conf.d/ and run ldconfig, or set LD_LIBRARY_PATH=$(LIBDIR)"; \
+	else \
+	  echo "install:   run ldconfig as root (when $(LIBDIR) is in /etc/ld.so.conf), or set LD_LIBRARY_PATH=$(LIBDIR);"; \
+	fi; \
+	echo "install:   the Python and Node bindings also look there themselves, or take DEXAGENTS_LIBRARY=$(LIBDIR)/$(SONAME)"
 install-static: $(STLIB)
 	$(INSTALL) -d $(DESTDIR)$(LIBDIR)
 	$(INSTALL) -m 644 $(STLIB) $(DESTDIR)$(LIBDIR)/libdexagents.a
@@ -288,10 +324,11 @@ uninstall:
 	  $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/man7/*.7)))
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build bindings/node/*.tgz
 
 help:
 	@echo "targets: all lib-shared lib-static deps examples tests bindings check check-asan check-tsan check-valgrind"
+	@echo "         python-dist node-pack python-reference ldconfig"
 	@echo "         bench run run-chat install uninstall check-abi abi-update fuzz clean"
 	@echo "install: PREFIX=$(PREFIX) DESTDIR= LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"
 	@echo "         MANDIR=$(MANDIR) PKGCONFIGDIR=$(PKGCONFIGDIR)"
