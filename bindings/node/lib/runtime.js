@@ -49,7 +49,11 @@ class Runtime {
     const { workers = 2, ...libOptions } = o;
     if (libOptions.store === undefined) libOptions.store = ':memory:';
     this.agent = agent;
-    this.handle = rethrow(() => native().runtimeNew(agent.handle, libOptions));
+    const made = rethrow(() => native().runtimeNew(agent.handle, libOptions));
+    this.handle = made.handle;
+    /** The dexa_runtime_options this runtime was made with, read back from
+     * the struct given to the library (snake_case field names). */
+    this.libraryOptions = made.options;
     this._closing = null;
     if (workers) this.start(workers);
   }

@@ -46,26 +46,29 @@ static bool runtime_opts_read(napi_env env, napi_value v, runtime_opts *ro) {
   return true;
 }
 
+/* The fields of o as an object (what reaches the library). */
+static napi_value options_object(napi_env env, const dexa_runtime_options *o) {
+  napi_value obj;
+  napi_create_object(env, &obj);
+  napi_set_named_property(env, obj, "store", str_val(env, o->store, NAPI_AUTO_LENGTH));
+  napi_set_named_property(env, obj, "sqlite_synchronous",
+                          str_val(env, o->sqlite_synchronous, NAPI_AUTO_LENGTH));
+  napi_set_named_property(env, obj, "worker_id", str_val(env, o->worker_id, NAPI_AUTO_LENGTH));
+  napi_set_named_property(env, obj, "lease_ms", int_val(env, o->lease_ms));
+  napi_set_named_property(env, obj, "events_retained", int_val(env, o->events_retained));
+  napi_set_named_property(env, obj, "session_cache_bytes", int_val(env, o->session_cache_bytes));
+  return obj;
+}
+
 /* runtimeOptions(opts): the dexa_runtime_options the options make, read
- * back field by field (tests check what reaches the library). */
+ * back field by field. */
 napi_value js_runtime_options(napi_env env, napi_callback_info info) {
   size_t argc = 1;
-  napi_value argv[1], obj;
+  napi_value argv[1], obj = NULL;
   runtime_opts ro;
   if (!require_lib(env)) return NULL;
   CHECK_NAPI(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (!runtime_opts_read(env, argc ? argv[0] : NULL, &ro)) {
-    runtime_opts_free(&ro);
-    return NULL;
-  }
-  napi_create_object(env, &obj);
-  napi_set_named_property(env, obj, "store", str_val(env, ro.o.store, NAPI_AUTO_LENGTH));
-  napi_set_named_property(env, obj, "sqlite_synchronous",
-                          str_val(env, ro.o.sqlite_synchronous, NAPI_AUTO_LENGTH));
-  napi_set_named_property(env, obj, "worker_id", str_val(env, ro.o.worker_id, NAPI_AUTO_LENGTH));
-  napi_set_named_property(env, obj, "lease_ms", int_val(env, ro.o.lease_ms));
-  napi_set_named_property(env, obj, "events_retained", int_val(env, ro.o.events_retained));
-  napi_set_named_property(env, obj, "session_cache_bytes", int_val(env, ro.o.session_cache_bytes));
+  if (runtime_opts_read(env, argc ? argv[0] : NULL, &ro)) obj = options_object(env, &ro.o);
   runtime_opts_free(&ro);
   return obj;
 }
@@ -140,10 +143,11 @@ static void runtime_free_now(runtime_box *rb) {
   lib.dexa_runtime_free(rt); /* joins the workers; NULL is a no-op */
 }
 
-/* runtimeNew(agent, options) */
+/* runtimeNew(agent, options) -> {handle, options}: options are the fields of
+ * the dexa_runtime_options given to dexa_runtime_new, read back. */
 napi_value js_runtime_new(napi_env env, napi_callback_info info) {
   size_t argc = 2;
-  napi_value argv[2], ext;
+  napi_value argv[2], ext, res;
   runtime_opts ro;
   if (!require_lib(env)) return NULL;
   CHECK_NAPI(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
@@ -156,6 +160,7 @@ napi_value js_runtime_new(napi_env env, napi_callback_info info) {
   runtime_box *rb = calloc(1, sizeof *rb);
   char err[512] = "";
   int rc = rb ? lib.dexa_runtime_new(&rb->rt, box->agent, &ro.o, err, sizeof err) : DEXA_E_NOMEM;
+  napi_value used = options_object(env, &ro.o);
   runtime_opts_free(&ro);
   if (rc == DEXA_OK && napi_create_external(env, rb, runtime_finalize, NULL, &ext) != napi_ok)
     rc = DEXA_E_NOMEM;
@@ -171,7 +176,10 @@ napi_value js_runtime_new(napi_env env, napi_callback_info info) {
   rb->st = state_of(env);
   napi_create_reference(env, argv[0], 1, &rb->agent_ref);
   runtime_link(rb->st, rb);
-  return ext;
+  napi_create_object(env, &res);
+  napi_set_named_property(env, res, "handle", ext);
+  napi_set_named_property(env, res, "options", used);
+  return res;
 }
 
 /* runtimeStart(rt, threads): starting threads does not wait. */

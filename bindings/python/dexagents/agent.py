@@ -387,7 +387,8 @@ class AgentDefinition:
     limits of dexa_agent_def (None keeps the library's default): RunModel
     attempts (3) and timeout (15 min), CallTool attempts (5) and tool timeout
     (10 min), active state per session (64 MiB) and one user message
-    (1 MiB)."""
+    (1 MiB). ``extra`` sets dexa_agent_def fields newer than this class by
+    their C names."""
 
     instructions: str = ""
     models: Sequence[Union[str, Model]] = ("mock/dex",)
