@@ -256,7 +256,7 @@ test('events with resume tokens, a follower, older messages', { skip: SANITIZED 
   assert.equal(older.messages[0].text, 'message 0');
 });
 
-test('host-driven: runReady on the pool, then close', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
+test('host-driven: runReady on a thread of its own, then close', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
   const { rt, log } = await setup(t, 0);
   const sid = await rt.startSession({ sessionId: 's-host' });
   await rt.send(sid, '/tool lookup {"key": "main"}');
@@ -276,7 +276,7 @@ test('exit while a JS tool runs and the runtime is open: no crash', { skip: SANI
 (async () => {
   const slow = dx.tool(async () => { await new Promise((r) => setTimeout(r, 300)); return 'done'; },
     { name: 'slow' });
-  const rt = new dx.Runtime(new dx.Agent({ tools: [slow] }), { workers: 2 });
+  const rt = new dx.Runtime(new dx.Agent({ tools: [slow] }), { workers: 2 }).unref();
   const sid = await rt.startSession();
   await rt.send(sid, '/tool slow {}');
   await new Promise((r) => setTimeout(r, 100));

@@ -55,15 +55,29 @@ class Runtime {
      * the struct given to the library (snake_case field names). */
     this.libraryOptions = made.options;
     this._closing = null;
+    this._running = false; // worker threads started
+    this._unref = false;
     if (workers) this.start(workers);
   }
 
-  /** Starts `workers` worker threads (1..256). */
+  /** Starts `workers` worker threads (1..256). While they run, the runtime
+   * keeps the event loop alive, like a server (see unref()). */
   start(workers = 2) {
     if (this._closing) throw closed();
     checkInt(workers, 'workers', { min: 1, max: 256 });
     rethrow(() => native().runtimeStart(this.handle, workers));
+    this._running = true;
+    this._hold();
   }
+
+  _hold() { native().runtimeHold(this.handle, this._running && !this._unref && !this._closing); }
+
+  /** Lets the process exit while worker threads run (like server.unref()):
+   * at exit, running Steps are left for the next process, as after a crash. */
+  unref() { this._unref = true; this._hold(); return this; }
+
+  /** Undoes unref(): the worker threads keep the event loop alive again. */
+  ref() { this._unref = false; this._hold(); return this; }
 
   /** True once close() began. */
   get closed() { return this._closing !== null; }
@@ -198,7 +212,11 @@ class Runtime {
   runReady() { return this._op(OP.RUN_READY); }
 
   /** Stops the worker threads, letting each finish its current Step. */
-  async stop() { await this._op(OP.STOP); }
+  async stop() {
+    await this._op(OP.STOP);
+    this._running = false;
+    if (!this._closing) this._hold();
+  }
 
   /** Host-driven: claims one ready Step method, waiting up to timeoutMs
    * (default 0; Infinity: until one is ready); resolves to a Task or null. */

@@ -49,6 +49,7 @@ static napi_value init(napi_env env, napi_value exports) {
       FN("runtimeComplete", js_runtime_complete),
       FN("runtimeClose", js_runtime_close),
       FN("runtimeAbandonTools", js_runtime_abandon_tools),
+      FN("runtimeHold", js_runtime_hold),
       FN("taskInfo", js_task_info),
       FN("taskAbandon", js_task_abandon),
       FN("taskDispatch", js_task_dispatch),

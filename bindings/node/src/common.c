@@ -242,9 +242,23 @@ static void job_settle(napi_env env, napi_value unused, void *context, void *dat
         napi_resolve_deferred(env, j->deferred, ex);
       }
     }
-    if (--st->inflight == 0 && st->done) napi_unref_threadsafe_function(env, st->done);
+    st->inflight--;
+    state_hold(env, st, 0);
   }
   j->destroy(j);
+}
+
+/* Whether the loop is held, as last set (JS thread only). */
+static bool held(const addon_state *st) { return st->inflight + st->holds > 0; }
+
+void state_hold(napi_env env, addon_state *st, int delta) {
+  bool before = st->ref_state;
+  st->holds += delta;
+  bool after = held(st);
+  if (before == after || !st->done) return;
+  st->ref_state = after;
+  if (after) napi_ref_threadsafe_function(env, st->done);
+  else napi_unref_threadsafe_function(env, st->done);
 }
 
 static void *job_main(void *arg) {
@@ -284,7 +298,8 @@ int job_start(napi_env env, job *j, napi_value *promise) {
     throw_dexa(env, DEXA_E_NOMEM, "cannot start a thread");
     return -1;
   }
-  if (st->inflight++ == 0 && st->done) napi_ref_threadsafe_function(env, st->done);
+  st->inflight++;
+  state_hold(env, st, 0);
   return 0;
 }
 

@@ -61,6 +61,8 @@ typedef struct addon_state {
   napi_threadsafe_function done; /* NULL once finalized (environment teardown) */
   int threads;                  /* job threads still running */
   int inflight;                 /* jobs not yet settled (JS thread only) */
+  int holds;                    /* runtimes that keep the loop alive (JS thread only) */
+  bool ref_state;               /* the job function is ref'd (JS thread only) */
   atomic_int closing;           /* the environment is going away */
   void *runtimes;               /* open runtimes (runtime.c; JS thread only) */
 } addon_state;
@@ -85,6 +87,10 @@ addon_state *state_new(napi_env env);
 /* Starts j on its own thread; *promise settles when it is done. On failure
  * j never ran: it is destroyed, an error is thrown and -1 returned. */
 int job_start(napi_env env, job *j, napi_value *promise);
+
+/* Adds delta to the runtimes that keep the event loop alive (JS thread):
+ * the loop stays alive while a job is in flight or a hold is taken. */
+void state_hold(napi_env env, addon_state *st, int delta);
 
 /* Waits until no job thread runs (environment teardown). */
 void jobs_wait(addon_state *st);

@@ -546,6 +546,8 @@ napi_value js_runtime_complete(napi_env env, napi_callback_info info) {
   return promise;
 }
 
+static void runtime_hold(napi_env env, runtime_box *rb, bool on);
+
 /* ---- closing ---------------------------------------------------------------------- */
 
 typedef struct close_job {
@@ -557,6 +559,7 @@ static void close_exec(job *j) { runtime_free_now(((close_job *)j)->rb); }
 
 static napi_value close_settle(napi_env env, job *j) {
   runtime_box *rb = ((close_job *)j)->rb;
+  runtime_hold(env, rb, false);
   if (rb->agent_ref) {
     napi_delete_reference(env, rb->agent_ref);
     rb->agent_ref = NULL;
@@ -589,6 +592,26 @@ napi_value js_runtime_close(napi_env env, napi_callback_info info) {
   c->base.destroy = close_destroy;
   if (job_start(env, &c->base, &promise) != 0) return NULL;
   return promise;
+}
+
+static void runtime_hold(napi_env env, runtime_box *rb, bool on) {
+  if (rb->holding == on) return;
+  rb->holding = on;
+  state_hold(env, rb->st, on ? 1 : -1);
+}
+
+/* runtimeHold(rt, on): whether the runtime keeps the event loop alive (its
+ * worker threads run sessions in the background, like a server). */
+napi_value js_runtime_hold(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  bool on = false;
+  CHECK_NAPI(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  runtime_box *rb = argc ? get_runtime(env, argv[0]) : NULL;
+  if (!rb) return NULL;
+  if (argc > 1) napi_get_value_bool(env, argv[1], &on);
+  runtime_hold(env, rb, on && !atomic_load(&rb->closing));
+  return NULL;
 }
 
 /* runtimeAbandonTools(rt, reason): close() ran out of time: the agent's

@@ -19,6 +19,7 @@ typedef struct runtime_box {
   int freed;          /* the C runtime is gone (under mu) */
   task_box *tasks;    /* claimed and not completed (under mu) */
   int refs;           /* the external and each task box (JS thread) */
+  bool holding;       /* keeps the event loop alive (JS thread) */
   struct runtime_box *prev, *next; /* the environment's runtimes (JS thread) */
 } runtime_box;
 
@@ -60,6 +61,7 @@ napi_value js_runtime_errmsg(napi_env env, napi_callback_info info);
 napi_value js_runtime_op(napi_env env, napi_callback_info info);
 napi_value js_runtime_complete(napi_env env, napi_callback_info info);
 napi_value js_runtime_close(napi_env env, napi_callback_info info);
+napi_value js_runtime_hold(napi_env env, napi_callback_info info);
 napi_value js_runtime_abandon_tools(napi_env env, napi_callback_info info);
 napi_value js_task_info(napi_env env, napi_callback_info info);
 napi_value js_task_abandon(napi_env env, napi_callback_info info);
