@@ -246,9 +246,22 @@ check-valgrind:
 # place with $(CC) against Node's headers (bindings/node/build.js, no node-gyp,
 # no download); node-pack packs the npm tarball into $(BUILD)/node.
 PYTHON ?= python3
+# Where Node has no headers (Debian's nodejs without libnode-dev), make check
+# takes them from the npm package node-api-headers (pinned), into the build folder.
+NODE_API_HEADERS := node-api-headers@1.9.0
+NODE_API_DIR = $(BUILD)/npm-node-api
 bindings: $(SHLIB)
-	@if command -v node >/dev/null 2>&1; then CC="$(CC)" node bindings/node/build.js; \
-	else echo "bindings: node is not installed; the Node addon is not built"; fi
+	@command -v node >/dev/null 2>&1 || { echo "bindings: node is not installed; the Node addon is not built"; exit 0; }; \
+	inc="$${NODE_INCLUDE:-}"; \
+	if [ -z "$$inc" ] && ! node bindings/node/build.js --has-node-headers; then \
+	  inc="$(abspath $(NODE_API_DIR))/node_modules/node-api-headers/include"; \
+	  if [ ! -f "$$inc/node_api.h" ]; then \
+	    echo "bindings: Node's headers are missing; installing $(NODE_API_HEADERS) into $(NODE_API_DIR)"; \
+	    mkdir -p $(NODE_API_DIR) && cd $(NODE_API_DIR) && \
+	    npm install -E --no-save --no-audit --no-fund --loglevel=error $(NODE_API_HEADERS) >/dev/null && cd - >/dev/null; \
+	  fi; \
+	fi; \
+	CC="$(CC)" NODE_INCLUDE="$$inc" node bindings/node/build.js
 
 python-dist:
 	@mkdir -p $(BUILD)/python
@@ -297,7 +310,7 @@ ldconfig:
 	else \
 	  echo "install:   run ldconfig as root (when $(LIBDIR) is in /etc/ld.so.conf), or set LD_LIBRARY_PATH=$(LIBDIR);"; \
 	fi; \
-	echo "install:   the Python and Node bindings also look there themselves, or take DEXAGENTS_LIBRARY=$(LIBDIR)/$(SONAME)"
+	echo "install:   the bindings also find it through pkg-config (PKG_CONFIG_PATH=$(PKGCONFIGDIR)) or DEXAGENTS_LIBRARY=$(LIBDIR)/$(SONAME)"
 install-static: $(STLIB)
 	$(INSTALL) -d $(DESTDIR)$(LIBDIR)
 	$(INSTALL) -m 644 $(STLIB) $(DESTDIR)$(LIBDIR)/libdexagents.a

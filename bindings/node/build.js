@@ -44,10 +44,14 @@ function pkgConfig(args) {
   }
 }
 
-function nodeInclude() {
+function nodeIncludeCandidates() {
   const prefix = path.resolve(path.dirname(process.execPath), '..');
-  const candidates = [process.env.NODE_INCLUDE, path.join(prefix, 'include', 'node'),
-    '/usr/include/node', '/usr/local/include/node'];
+  return [process.env.NODE_INCLUDE, path.join(prefix, 'include', 'node'), '/usr/include/node',
+    '/usr/local/include/node'];
+}
+
+function nodeInclude() {
+  const candidates = nodeIncludeCandidates();
   const found = candidates.find((d) => has(d, 'node_api.h'));
   if (!found) {
     fail([`Node's headers (node_api.h) are not in: ${candidates.filter(Boolean).join(', ')}.`,
@@ -110,4 +114,9 @@ function main() {
   fs.writeFileSync(configFile, config);
 }
 
+// `node build.js --has-node-headers`: exit status 0 when Node's headers are
+// found (the Makefile then needs no fallback), 1 otherwise.
+if (process.argv[2] === '--has-node-headers') {
+  process.exit(nodeIncludeCandidates().some((d) => has(d, 'node_api.h')) ? 0 : 1);
+}
 main();
