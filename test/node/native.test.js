@@ -296,6 +296,20 @@ test('MCP tool sources', { skip: skip || (!fs.existsSync('/usr/bin/python3') && 
   }
 });
 
+test('the README starts with the install line and its example runs', { skip }, () => {
+  const text = fs.readFileSync(path.join(PKG, 'README.md'), 'utf8');
+  assert.match(text, /^# dexagents for Node\n\n```sh\nnpm install /);
+  const example = text.match(/```js\n([\s\S]*?)```/)[1].replace("require('dexagents')", `require(${JSON.stringify(PKG)})`);
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'dexa-readme-'));
+  try {
+    const r = spawnSync(process.execPath, ['-e', example], { cwd: dir, encoding: 'utf8', timeout: 60000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim().split('\n').at(-1), 'Tool save_file (ok): saved notes.txt');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('a missing library says how to fix it', { skip }, () => {
   const script = `const dx = require(${JSON.stringify(PKG)});
 console.log('required');

@@ -775,6 +775,20 @@ class DocsTest(unittest.TestCase):
         self.assertEqual(committed, self.gen.render(),
                          "REFERENCE.md is stale: run make python-reference")
 
+    @unittest.skipIf(SANITIZED, "sanitizer build: the library cannot load into python3")
+    def test_readme_example_runs(self):
+        import re
+        import tempfile
+        with open(os.path.join(ROOT, "bindings", "python", "README.md"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertTrue(text.startswith("# dexagents for Python\n\n```sh\npip install "))
+        example = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+        with tempfile.TemporaryDirectory() as d:
+            with child(example, cwd=d) as p:
+                out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(out.strip().splitlines()[-1], "Tool save_file (ok): saved notes.txt")
+
     def test_version(self):
         import re
         with open(os.path.join(ROOT, "include", "dexagents", "version.h")) as f:
