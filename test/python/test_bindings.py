@@ -104,7 +104,8 @@ class BindingsTest(unittest.TestCase):
 
     def test_cdef_matches_the_headers(self):
         """The hand-written cdef has the layout of the C headers (a C program
-        compiled against include/ prints sizeof and every offsetof)."""
+        compiled against include/ prints sizeof and every offsetof); a header
+        struct may have grown at its end since."""
         import shutil
         import subprocess
         import tempfile
@@ -133,7 +134,17 @@ class BindingsTest(unittest.TestCase):
             subprocess.run([cc, "-std=c11", "-I", os.path.join(ROOT, "include"), src, "-o", exe],
                            check=True)
             got = subprocess.run([exe], check=True, capture_output=True, text=True).stdout
-        self.assertEqual(got.split("\n")[:-1], expected)
+        # Every declared field sits where the header has it. A struct of the
+        # headers may be longer (fields appended in a later release): the
+        # library takes the shorter struct_size, so the sizes may differ
+        # that way only.
+        got_lines = got.split("\n")[:-1]
+        self.assertEqual([l for l in got_lines if "." in l.split()[0]],
+                         [l for l in expected if "." in l.split()[0]])
+        for g, e in zip([l for l in got_lines if "." not in l.split()[0]],
+                        [l for l in expected if "." not in l.split()[0]]):
+            name, header_size = g.split()
+            self.assertLessEqual(int(e.split()[1]), int(header_size), name)
 
     def test_models(self):
         m = dx.Model.client("openai/gpt-4.1-mini", {"api_key": "sk-test", "timeout_ms": 1000})

@@ -105,7 +105,14 @@ static void runtime_unref(runtime_box *rb) {
   free(rb);
 }
 
-static void runtime_finalize(napi_env env, void *data, void *hint) { runtime_unref(data); }
+static void runtime_hold(napi_env env, runtime_box *rb, bool on);
+
+/* The handle is gone without close(): nothing can close the runtime now, so
+ * it no longer keeps the loop alive (the environment's teardown frees it). */
+static void runtime_finalize(napi_env env, void *data, void *hint) {
+  runtime_hold(env, data, false);
+  runtime_unref(data);
+}
 
 bool runtime_acquire(napi_env env, runtime_box *rb) {
   pthread_mutex_lock(&rb->mu);
@@ -545,8 +552,6 @@ napi_value js_runtime_complete(napi_env env, napi_callback_info info) {
   }
   return promise;
 }
-
-static void runtime_hold(napi_env env, runtime_box *rb, bool on);
 
 /* ---- closing ---------------------------------------------------------------------- */
 

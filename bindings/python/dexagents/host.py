@@ -496,6 +496,8 @@ class Task:
         handle = ffi.new_handle(ctx)
         copy = ffi.new("dexa_call *")
         ffi.memmove(copy, call, ffi.sizeof("dexa_call"))
+        # The library's call may be a newer, longer struct: the copy is ours.
+        copy.struct_size = ffi.sizeof("dexa_call")
         copy.sink_user_data = handle
         copy.event_sink = _event_sink
         return _run_dispatch(self._runtime.agent, copy, ctx)
