@@ -14,8 +14,7 @@ const version = () => native().version();
 /** Loads the C library now (it is otherwise loaded on first use). */
 const loadLibrary = () => { native(); };
 
-const { CODES, ErrorClass, errorName, errorClass, exceptionClass, errorFor, rethrow, toDexa,
-  closed, ...errorClasses } = errors;
+const { CODES, ErrorClass, errorName, errorClass, exceptionClass, errorFor, classes } = errors;
 
 /** The library's static description of an error code. */
 const strerror = (code) => native().errorInfo(code).message;
@@ -26,7 +25,7 @@ module.exports = {
   Runtime, Event, runtimeOptions,
   CallKind, MemoryAttributes, Result, Task, RawJSON, dispatch,
   CODES, ErrorClass, errorName, errorClass, exceptionClass, errorFor, strerror,
-  ...errorClasses,
+  ...classes,
   // Earlier names: tool effects and built-in tool flags as numbers.
   READ: ToolEffect.READ, IDEMPOTENT_WRITE: ToolEffect.IDEMPOTENT_WRITE, WRITE: ToolEffect.WRITE,
   BUILTIN_ASK_USER: 1, BUILTIN_DURABLE_WAIT: 2, BUILTIN_WRITE_TODOS: 4, BUILTIN_ALL: 7,

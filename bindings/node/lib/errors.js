@@ -122,4 +122,4 @@ function toDexa(e) {
 const closed = () => new classes.RuntimeClosedError(CODES.DEXA_E_INVALID_ARG, 'the runtime is closed');
 
 module.exports = { CODES, ErrorClass, errorName, errorClass, exceptionClass, errorFor, rethrow,
-  toDexa, closed, ...classes };
+  toDexa, closed, classes, ...classes };
