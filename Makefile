@@ -257,8 +257,8 @@ bindings: $(SHLIB)
 	  inc="$(abspath $(NODE_API_DIR))/node_modules/node-api-headers/include"; \
 	  if [ ! -f "$$inc/node_api.h" ]; then \
 	    echo "bindings: Node's headers are missing; installing $(NODE_API_HEADERS) into $(NODE_API_DIR)"; \
-	    mkdir -p $(NODE_API_DIR) && cd $(NODE_API_DIR) && \
-	    npm install -E --no-save --no-audit --no-fund --loglevel=error $(NODE_API_HEADERS) >/dev/null && cd - >/dev/null; \
+	    mkdir -p $(NODE_API_DIR) && (cd $(NODE_API_DIR) && \
+	    npm install -E --no-save --no-audit --no-fund --loglevel=error $(NODE_API_HEADERS) >/dev/null); \
 	  fi; \
 	fi; \
 	CC="$(CC)" NODE_INCLUDE="$$inc" node bindings/node/build.js
