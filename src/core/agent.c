@@ -34,6 +34,18 @@ static void set_err(char *errmsg, size_t n, const char *msg) {
 }
 
 /* Returns NULL when def is acceptable, else why not. */
+/* 1 when every fallback a model names is one of the agent's models. */
+static int fallbacks_known(const dexa_agent_def *def) {
+  for (size_t i = 0; i < def->model_count; i++)
+    for (size_t f = 0; f < def->models[i]->fallback_count; f++) {
+      int found = 0;
+      for (size_t j = 0; j < def->model_count; j++)
+        found |= strcmp(def->models[i]->fallbacks[f], def->models[j]->name) == 0;
+      if (!found) return 0;
+    }
+  return 1;
+}
+
 static const char *def_problem(const dexa_agent_def *def) {
   if (!def->models || def->model_count == 0) return "an agent needs at least one model";
   for (size_t i = 0; i < def->model_count; i++) {
@@ -42,6 +54,7 @@ static const char *def_problem(const dexa_agent_def *def) {
       if (strcmp(def->models[i]->name, def->models[j]->name) == 0)
         return "two models have the same name";
   }
+  if (!fallbacks_known(def)) return "a model names a fallback that is not one of the agent's models";
   if (def->tool_source_count && !def->tool_sources) return "tool_sources is NULL";
   for (size_t i = 0; i < def->tool_source_count; i++) {
     if (!def->tool_sources[i]) return "a tool source handle is NULL";

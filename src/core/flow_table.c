@@ -21,7 +21,7 @@ static const dexa__step_def steps[] = {
 
 /* The members each RPC's input may hold (see dexagents-flow(7)). */
 static const char *const no_fields[] = {NULL};
-static const char *const send_fields[] = {"text", "plan_mode", NULL};
+static const char *const send_fields[] = {"text", "plan_mode", "attachments", NULL};
 static const char *const list_fields[] = {"before_seq", "limit", NULL};
 static const char *const message_fields[] = {"message_id", NULL};
 static const char *const approval_fields[] = {"call_id", "decision", "note", NULL};

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/model_request.h"
+#include "core/usage.h"
 #include "util/json_span.h"
 
 #define CHUNK_MESSAGES 20
@@ -256,6 +257,7 @@ static int summarize(dexa__ctx *c, const history *h, size_t n, int64_t turn, int
   if (rc == DEXA_OK) rc = model->vt.generate(model->user_data, &req, &reply);
   if (rc == DEXA_OK && reply.item_count == 0) rc = DEXA_E_TRANSIENT;
   if (rc == DEXA_OK) rc = record(c, &reply, h, n);
+  if (rc == DEXA_OK) rc = dexa__usage_add(c, turn, &reply); /* summaries cost tokens too */
   if (rc == DEXA_OK) rc = continue_turn(c, turn, round);
   else if (dexa_error_class(rc) == DEXA_CLASS_TRANSIENT)
     dexa__result_failf(c->result, rc, "compaction: %s", reply.error ? reply.error : dexa_strerror(rc));

@@ -29,6 +29,14 @@ static int append_user_message(dexa__ctx *c, dexa__transcript *t, const cJSON *e
   dexa__buf_json_cstr(&m, id ? id : "");
   dexa__buf_puts(&m, ",\"text\":");
   dexa__buf_json_cstr(&m, text ? text : "");
+  const cJSON *att = cJSON_GetObjectItemCaseSensitive(entry, "attachments");
+  if (cJSON_IsArray(att)) {
+    char *a = cJSON_PrintUnformatted(att);
+    dexa__buf_puts(&m, ",\"attachments\":");
+    dexa__buf_puts(&m, a ? a : "[]");
+    if (!a) m.oom = 1;
+    cJSON_free(a);
+  }
   dexa__buf_printf(&m, ",\"at\":%lld}", (long long)c->call->now_ms);
   int rc = m.oom ? DEXA_E_NOMEM : dexa__message_put(c, t, seq, m.data, m.len);
   if (rc == DEXA_OK) rc = dexa__event_message(c, m.data, m.len);

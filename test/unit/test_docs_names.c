@@ -6,7 +6,8 @@
  *
  * Rules for the prose (EXAMPLE sections and README code blocks left out):
  *   - a CamelCase word is a Step, attribute, channel, stream or flow type,
- *     or one of the few other words listed in OTHER_CAMEL;
+ *     a name of the sources (a binding's class), or one of the few other
+ *     words listed in OTHER_CAMEL;
  *   - a snake_case word is an RPC, an event type, or a name the sources use
  *     (an identifier or string of include/, src/, examples/, test/, or a
  *     file name of the tree), or one of EXTERNAL (other libraries' names). */
@@ -25,7 +26,8 @@
 /* CamelCase words of the docs that are not flow names. */
 static const char *const OTHER_CAMEL[] = {"WaitFor", "PostgreSQL", "JavaScript", "LangGraph",
                                           "OpenAI", "AddressSanitizer", "ThreadSanitizer", "KiB",
-                                          "MiB", "DefaultChatTransport", NULL};
+                                          "MiB", "DefaultChatTransport", "SigV4", "CommonJS", "ConverseStream",
+                                          NULL};
 /* Other libraries' names the docs use. */
 static const char *const EXTERNAL[] = {"con_cls",          "curl_version_info",
                                        "napi_threadsafe_function",
@@ -170,9 +172,10 @@ static int load_truth(truth *t) {
   dexa_agent_free(a);
   static const char *const c_files[] = {"include/dexagents/*.h", "src/*/*.[ch]", "examples/*/*.c",
                                         "test/*/*.c", "test/*/*.h", NULL};
-  static const char *const other_files[] = {"test/*/*.sh", "test/*/*.py", "test/*/*.js",
-                                            "test/*/*.mjs", "bindings/*/*.js", "bindings/*/*/*.py",
-                                            "bindings/*/src/*.c", "examples/*/ui/*.js", NULL};
+  static const char *const other_files[] = {
+      "test/*/*.sh",       "test/*/*.py",      "test/*/*.js",        "test/*/*.mjs",
+      "bindings/*/*.js",   "bindings/*/*.mjs", "bindings/*/lib/*.js", "bindings/*/*/*.py",
+      "bindings/*/src/*.c", "examples/*/ui/*.js", NULL};
   for (size_t i = 0; c_files[i]; i++) add_files(&t->source, c_files[i], 1, 0);
   for (size_t i = 0; other_files[i]; i++) add_files(&t->source, other_files[i], 0, 0);
   add_files(&t->source, "*/*", 0, 1);
@@ -269,8 +272,9 @@ static int check_words(const truth *t, const char *path, const char *text) {
     if (set_has(&seen, w, n)) continue;
     set_add(&seen, w, n);
     int unknown = 0;
-    if (is_camel(w, n))
-      unknown = !set_has(&t->flow, w, n) && !listed(OTHER_CAMEL, w, n);
+    if (is_camel(w, n)) /* a class or type of a binding or example counts too */
+      unknown = !set_has(&t->flow, w, n) && !listed(OTHER_CAMEL, w, n) &&
+                !set_has(&t->source, w, n);
     else if (is_snake(w, n))
       unknown = !known_snake(t, w, n);
     if (unknown) {
