@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/attachments.h"
+#include "util/decimal.h"
 
 int dexa__queue_state_load(dexa__ctx *c, dexa__queue_state *q) {
   cJSON *o;
@@ -35,9 +36,10 @@ static int collect(void *ctx, const char *key, size_t key_len, const char *value
   q->items = p;
   dexa__queued *it = &q->items[q->count];
   snprintf(it->key, sizeof it->key, "%.*s", (int)key_len, key);
-  it->entry = cJSON_ParseWithLength(value, value_len);
+  int rc;
+  it->entry = dexa__json_parse(value, value_len, DEXA_E_CORRUPT, &rc);
   it->len = value_len;
-  if (!it->entry) return DEXA_E_CORRUPT;
+  if (!it->entry) return rc;
   q->count++;
   return 0;
 }
@@ -54,10 +56,9 @@ void dexa__queue_free(dexa__queue *q) {
 }
 
 int dexa__queue_key(const char *id, char *key) {
-  if (!id || id[0] != 'm' || !id[1] || strlen(id) > 20) return 0;
-  for (const char *p = id + 1; *p; p++)
-    if (*p < '0' || *p > '9') return 0;
-  snprintf(key, 64, ATTR_QUEUED_MESSAGES "%020lld", atoll(id + 1));
+  int64_t n;
+  if (!id || id[0] != 'm' || dexa__dec_i64(id + 1, strlen(id + 1), &n) != 0) return 0;
+  snprintf(key, 64, ATTR_QUEUED_MESSAGES "%020lld", (long long)n);
   return 1;
 }
 
@@ -166,6 +167,6 @@ int dexa__queue_load_named(dexa__ctx *c, char *key, cJSON **out, size_t *len) {
   if (rc == DEXA_E_NOT_FOUND)
     return dexa__result_failf(c->result, DEXA_E_NOT_FOUND, "no queued message \"%.40s\"", id);
   if (rc != DEXA_OK) return rc;
-  *out = cJSON_ParseWithLength(v, *len);
-  return *out ? DEXA_OK : DEXA_E_CORRUPT;
+  *out = dexa__json_parse(v, *len, DEXA_E_CORRUPT, &rc);
+  return rc;
 }

@@ -44,7 +44,9 @@ int dexa__rpc_send_message(dexa__ctx *c) {
   cJSON_free(att);
   if (rc != DEXA_OK) return rc;
   dexa__turn t;
-  int running = dexa__turn_load(c, &t) == DEXA_OK && strcmp(t.status, "running") == 0;
+  rc = dexa__turn_load(c, &t);
+  if (rc != DEXA_OK && rc != DEXA_E_NOT_FOUND) return rc;
+  int running = rc == DEXA_OK && strcmp(t.status, "running") == 0;
   char resp[96];
   int n = snprintf(resp, sizeof resp, "{\"message_id\":\"%s\",\"queued\":%s}", id,
                    running ? "true" : "false");

@@ -48,7 +48,10 @@ static int collect(void *ctx, const char *key, size_t key_len, const char *value
   memcpy(m->json, value, len);
   m->json[len] = '\0';
   m->len = len;
-  m->seq = atoll(key + strlen(ATTR_MESSAGES));
+  if (dexa__key_number(key, key_len, ATTR_MESSAGES, &m->seq) != 0) {
+    free(m->json);
+    return DEXA_E_CORRUPT;
+  }
   int user = role_is(value, len, "user"), model = role_is(value, len, "model");
   m->cut_ok = user || (model && strcmp(h->prev_role, "tool") == 0);
   snprintf(h->prev_role, sizeof h->prev_role, "%s", user ? "user" : model ? "model" : "tool");

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json_span.h"
+
 static const char *turn_mode(const dexa__ctx *c, dexa__queued *const *items, size_t n) {
   for (size_t i = 0; i < n; i++) {
     const cJSON *e = items[i]->entry;
@@ -77,11 +79,8 @@ typedef struct pending_list {
 static int collect_pending(void *ctx, const char *key, size_t key_len, const char *value,
                            size_t value_len) {
   pending_list *p = ctx;
-  int64_t turn = -1;
-  cJSON *o = cJSON_ParseWithLength(value, value_len);
-  const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "turn");
-  turn = dexa__json_int(t, -1);
-  cJSON_Delete(o);
+  int64_t turn = -1; /* read in place: no tree, no allocation */
+  if (dexa__json_get_i64(value, value_len, "turn", &turn) < 0) return DEXA_E_CORRUPT;
   if (turn != p->turn) return 0;
   char **ids = realloc(p->call_ids, (p->count + 1) * sizeof *ids);
   if (!ids) return DEXA_E_NOMEM;

@@ -490,7 +490,9 @@ static void test_send_message_and_bad_bodies_change_nothing(void) {
   session s;
   CHECK(start(&s, NULL) == 0);
   const char *bad[] = {"{\"text\":", "\"hi\"", "{\"text\":5}", "{\"text\":\"hi\",\"plan_mode\":1}",
-                       "{\"plan_mode\":true}", "{\"text\":\"hi\",\"extra\":1}", "{\"text\":\"  \"}"};
+                       "{\"plan_mode\":true}", "{\"text\":\"hi\",\"extra\":1}", "{\"text\":\"  \"}",
+                       "{\"text\":\"hi\"} x", "{\"text\":\"a\xff\"}", "{\"text\":\"a\\u0000b\"}",
+                       "{\"text\":\"a\x01\"}", "{\"text\":\"a\",\"text\":\"b\"}"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     resp *r = POST(path_of(&s, "/messages"), s.token, bad[i]);
     if (r->status != 400) fprintf(stderr, "    body %s: %ld %s\n", bad[i], r->status, r->body);
