@@ -25,7 +25,14 @@ from .errors import CODES, DexaError, error_for
 
 _EFFECTS = {"read": 1, "idempotent_write": 2, "write": 3}
 _FINISH = ("stop", "tool_calls", "length", "content_filter", "refusal", "other")
-_UNSET: Any = object()
+class _Unset:
+    """The state of a reply that leaves the harness's state as it is."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+_UNSET: Any = _Unset()
 #: How often a waiting worker checks for a stop and queued requests (s).
 _POLL = 0.05
 
