@@ -97,6 +97,9 @@ async function langGraph(base, dir) {
     effects: { cancel_order: 'write' }, approvals: { slow_write: false } });
 }
 
+/** Adapters that offer Dex's built-in tools (ask_user, ...) to their framework. */
+export const BUILT_INS = new Set(['ai-sdk-openai', 'ai-sdk-anthropic']);
+
 /** name -> (base, dir) => Harness with .tools */
 export const ADAPTERS = {
   'ai-sdk-openai': (base, dir) => aiSdk(base, dir, 'openai'),
@@ -108,5 +111,5 @@ export const ADAPTERS = {
 export async function makeAgent(dx, adapter, base, dir) {
   const h = await ADAPTERS[adapter](base, dir);
   return new dx.Agent({ instructions: 'You are a test agent.', models: [h], tools: h.tools,
-    limits: { runModelMaxAttempts: 3 } });
+    builtInTools: BUILT_INS.has(adapter) ? ['ask_user'] : [], limits: { runModelMaxAttempts: 3 } });
 }

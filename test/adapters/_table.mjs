@@ -8,7 +8,8 @@
 //   queued message; Steer; Stop; kill -9 of the worker process after one of
 //   two tools finished (the read is not run again, the write never twice);
 //   a restart on a second process that continues the turn from the
-//   framework's state kept by the session.
+//   framework's state kept by the session; and, for the adapters that offer
+//   Dex's built-in tools to their framework, ask_user answered durably.
 // Each tool appends to a file before it runs, so the counts are the tool's.
 // Run by frameworks.sh with Node 22 from the build folder (ADAPTERS may
 // name a subset: "langgraph,ai-sdk-openai").
@@ -20,7 +21,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { ADAPTERS, makeAgent } from './_defs.mjs';
+import { ADAPTERS, BUILT_INS, makeAgent } from './_defs.mjs';
 
 const require = createRequire(import.meta.url);
 const dx = require('dexagents');
@@ -51,6 +52,8 @@ function fixtures(tag) {
     { match: { userMessage: u('stop') }, response: calls(['get_weather', { city: 'Oslo' }]), latency: 1500, chunkSize: 2 },
     { match: { userMessage: u('crash'), hasToolResult: true }, response: { content: 'After the crash.' } },
     { match: { userMessage: u('crash') }, response: calls(['get_weather', { city: 'Lima' }], ['slow_write', { what: 'x' }]) },
+    { match: { userMessage: u('ask'), toolResultContains: 'blue' }, response: { content: 'Blue it is.' } },
+    { match: { userMessage: u('ask') }, response: calls(['ask_user', { prompt: 'Which color?' }]) },
     { match: { userMessage: u('restart'), hasToolResult: true }, response: { content: 'Order 11 is cancelled.' } },
     { match: { userMessage: u('restart') }, response: calls(['cancel_order', { id: 11 }]) },
   ];
@@ -220,6 +223,17 @@ for (const adapter of selected) {
         assert.equal(snap.turn.status, 'cancelled');
         assert.ok(toolMsgs(snap).every((m) => m.status === 'cancelled'));
         assert.equal(runs(dir).lines.length, before, 'no tool ran');
+      });
+
+      // only where the adapter offers Dex's built-in tools to its framework
+      if (BUILT_INS.has(adapter)) await t.test('ask_user waits durably for the answer', async () => {
+        const sid = await session();
+        await rt.send(sid, u('ask'));
+        const p = await until(async () => (await rt.snapshot(sid)).pending[0], 'a question');
+        assert.equal(p.kind, 'question');
+        await rt.answer(sid, p.callId, 'blue');
+        await rt.waitIdle(sid, { timeoutMs: 60000 });
+        assert.deepEqual(texts(await rt.snapshot(sid)), ['Blue it is.']);
       });
     } finally {
       await rt.close({ timeoutMs: 5000 });

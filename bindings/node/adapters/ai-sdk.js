@@ -13,6 +13,8 @@ const { Harness } = require('../lib/agent');
 const { checkOptions } = require('../lib/values');
 const { toolPolicy, dexTool, usageOf, finishReasonOf, resultText, peer } = require('./_common');
 
+// Dex's own tools: offered to the SDK like its tools; their calls wait durably in the flow.
+const BUILT_IN = new Set(['ask_user', 'durable_wait', 'write_todos']);
 const OPTIONS = ['name', 'model', 'tools', 'system', 'effects', 'approvals', 'settings',
   'providerOptions', 'timeoutMs'];
 
@@ -103,10 +105,16 @@ function aiSdkHarness(options) {
   const settings = o.settings || {};
 
   async function runSegment(req) {
-    const { streamText } = await peer('ai');
+    const { streamText, jsonSchema } = await peer('ai');
+    const segmentTools = { ...offered };
+    for (const t of req.tools) { // Dex's built-in tools, when the agent enables them
+      if (BUILT_IN.has(t.name) && !segmentTools[t.name]) {
+        segmentTools[t.name] = { description: t.description, inputSchema: jsonSchema(t.parameters || { type: 'object' }) };
+      }
+    }
     const result = streamText({
       ...settings, model: o.model, system: o.system || req.instructions || undefined,
-      messages: toModelMessages(req), tools: Object.keys(offered).length ? offered : undefined,
+      messages: toModelMessages(req), tools: Object.keys(segmentTools).length ? segmentTools : undefined,
       abortSignal: req.signal, maxRetries: 0, providerOptions: o.providerOptions,
     });
     let failure = null;
