@@ -114,7 +114,8 @@ class BindingsTest(unittest.TestCase):
             self.skipTest("no C compiler")
         structs = {
             "dexa_agent_def": "", "dexa_runtime_options": "", "dexa_model_vtable": "",
-            "dexa_tool_source_vtable": "", "dexa_call": "",
+            "dexa_tool_source_vtable": "", "dexa_call": "", "dexa_harness_vtable": "",
+            "dexa_model_usage": "",
         }
         lines = ["#include <dexagents/dexagents.h>", "#include <stdio.h>", "#include <stddef.h>",
                  "int main(void) {"]
