@@ -3,12 +3,13 @@
 #
 #   make              the libraries: lib/libdexagents.so.1.x.y (+ symlinks), lib/libdexagents.a
 #   make run          install missing packages (as root), build, start the AI Agent web
-#                     example at http://127.0.0.1:8080/products/ai-agent/
+#                     app (dexagents serve) at http://127.0.0.1:8080/products/ai-agent/
 #   make run-chat     the same for the terminal chat (examples/chat)
 #   make check        install missing packages (as root), build, run every test
 #   make check-asan   the same tests under ASan + UBSan (build dir build-asan)
 #   make check-tsan   the same tests under ThreadSanitizer (build dir build-tsan)
-#   make install      PREFIX=/usr/local DESTDIR= LIBDIR= INCLUDEDIR= MANDIR= PKGCONFIGDIR=
+#   make install      PREFIX=/usr/local DESTDIR= BINDIR= LIBDIR= INCLUDEDIR= MANDIR=
+#                     PKGCONFIGDIR= DATADIR=
 #   make help         every target
 VERSION_H := include/dexagents/version.h
 MAJOR := $(shell sed -n 's/^\#define DEXA_VERSION_MAJOR \([0-9]*\)/\1/p' $(VERSION_H))
@@ -36,8 +37,10 @@ LIBS := -lcjson -lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lmicrohttpd -lsqlite3 
 # ---- install locations ---------------------------------------------------
 PREFIX ?= /usr/local
 EXEC_PREFIX ?= $(PREFIX)
+BINDIR ?= $(EXEC_PREFIX)/bin
 LIBDIR ?= $(EXEC_PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR ?=
@@ -48,8 +51,12 @@ INSTALL ?= install
 # build moves both (build-asan, build-asan/lib) so it never mixes objects.
 BUILD ?= build
 LIBOUT ?= lib
-SRCS := $(sort $(wildcard src/*/*.c))
+# src/cli is the dexagents command, not the library: a program of its own.
+SRCS := $(filter-out src/cli/%,$(sort $(wildcard src/*/*.c)))
 OBJS := $(SRCS:%.c=$(BUILD)/%.o)
+CLI_SRCS := $(sort $(wildcard src/cli/*.c))
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
+CLI := $(BUILD)/bin/dexagents
 
 SONAME := libdexagents.so.$(MAJOR)
 SHLIB_NAME := libdexagents.so.$(VERSION)
@@ -67,13 +74,14 @@ BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 EXAMPLE_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard examples/*/*.c))))
 EXAMPLES := $(foreach d,$(EXAMPLE_DIRS),$(d)/$(notdir $(d)))
 
-DEPFILES = $(OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BINS:=.d) $(addprefix $(BUILD)/,$(EXAMPLES:=.d))
+DEPFILES = $(OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BINS:=.d) $(addprefix $(BUILD)/,$(EXAMPLES:=.d))
 
 # Debian packages: to build, and what `make check` needs on top.
 DEB_BUILD := gcc make binutils pkg-config libcjson-dev libcurl4-openssl-dev libmbedtls-dev \
   libmicrohttpd-dev libsqlite3-dev libpq-dev
 # postgresql: test/pg/suites.sh runs the store's tests on a throwaway cluster.
-DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql
+# python3-*: test/python/test_packages.py installs the packages into venvs.
+DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql python3-cffi python3-venv python3-pip
 # The AI Agent page's browser tests (test/e2e) drive Debian's chromium.
 DEB_E2E := chromium
 DEB_VALGRIND := valgrind
@@ -90,11 +98,12 @@ DEX_AGENT_LISTEN ?= 127.0.0.1:8080
 ABI_BASELINE := abi/libdexagents.abi
 
 .DELETE_ON_ERROR:
-.PHONY: all lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench run run-chat check \
+.PHONY: all cli lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench run run-chat check \
   check-asan check-tsan check-valgrind check-abi abi-update fuzz install install-shared install-static \
-  install-includes install-man install-pc uninstall clean help
+  install-includes install-man install-pc install-bin install-ui uninstall clean help ldconfig \
+  python-dist node-pack python-reference
 
-all: lib-shared lib-static
+all: lib-shared lib-static cli
 lib-shared: $(SHLIB)
 lib-static: $(STLIB)
 
@@ -114,6 +123,21 @@ $(STLIB): $(OBJS)
 	@mkdir -p $(LIBOUT)
 	rm -f $@
 	ar rcs $@ $(OBJS)
+
+# ---- the dexagents command -------------------------------------------------
+# A client of the public ABI only (test/abi/layers.sh checks it), linked with
+# the static library so the installed program needs no library path.
+CLI_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -Iinclude -Isrc $(CPPFLAGS) $(CFLAGS)
+cli: $(CLI)
+
+$(BUILD)/src/cli/%.o: src/cli/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CLI_CFLAGS) -MMD -MP -c $< -o $@
+
+$(CLI): $(CLI_OBJS) $(STLIB)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(CC) $(SAN) -o $@ $(CLI_OBJS) $(STLIB) $(LIBS) $(LDFLAGS)
 
 # ---- programs: tests, benchmarks, examples -------------------------------
 # Each links the static library (internal symbols are visible there). The old
@@ -207,8 +231,9 @@ run-chat:
 run:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all examples
-	@test -x examples/ai-agent/ai-agent || { echo "run: examples/ai-agent/ai-agent is not built"; exit 1; }
-	DEX_AGENT_STORE='$(DEX_AGENT_STORE)' DEX_AGENT_LISTEN='$(DEX_AGENT_LISTEN)' examples/ai-agent/ai-agent
+	@test -x $(CLI) || { echo "run: $(CLI) is not built"; exit 1; }
+	DEX_AGENT_STORE='$(DEX_AGENT_STORE)' DEX_AGENT_LISTEN='$(DEX_AGENT_LISTEN)' $(CLI) serve \
+	  --ui examples/ai-agent/ui
 
 # The build runs with -k and may fail: test/run counts what did not build as
 # failed, so the last line is always the total.
@@ -233,19 +258,51 @@ check-tsan:
 	@BUILD=$(TSAN_BUILD) LIBOUT=$(TSAN_BUILD)/lib SAN_FLAGS="$(TSAN_FLAGS)" \
 	  TSAN_OPTIONS=halt_on_error=1:exitcode=66 test/run
 
+# somalloc=nouserintercepts: a test's own malloc (test_core_nomem fails
+# allocations on purpose) stays its own; the C library's is still checked.
 check-valgrind:
 	@$(MAKE) --no-print-directory deps-valgrind
 	@$(MAKE) --no-print-directory -k all tests bindings || true
 	@BUILD=$(BUILD) LIBOUT=$(LIBOUT) \
-	  TEST_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" \
+	  TEST_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+	    --soname-synonyms=somalloc=nouserintercepts" \
 	  test/run
 
 # ---- language bindings -----------------------------------------------------
-# bindings/python needs no build (cffi ABI mode over the .so); bindings/node is
-# an N-API addon built with $(CC) against Node's headers (bindings/node/build.sh).
+# bindings/python is pure Python (cffi ABI mode over the .so): python-dist builds
+# its wheel and sdist with its own PEP 517 backend (standard library only) into
+# $(BUILD)/python. bindings/node is an N-API addon in C: `bindings` builds it in
+# place with $(CC) against Node's headers (bindings/node/build.js, no node-gyp,
+# no download); node-pack packs the npm tarball into $(BUILD)/node.
+PYTHON ?= python3
+# Where Node has no headers (Debian's nodejs without libnode-dev), make check
+# takes them from the npm package node-api-headers (pinned), into the build folder.
+NODE_API_HEADERS := node-api-headers@1.9.0
+NODE_API_DIR = $(BUILD)/npm-node-api
 bindings: $(SHLIB)
-	@if command -v node >/dev/null 2>&1; then CC="$(CC)" LIBOUT="$(LIBOUT)" bindings/node/build.sh; \
-	else echo "bindings: node is not installed; the Node addon is not built"; fi
+	@command -v node >/dev/null 2>&1 || { echo "bindings: node is not installed; the Node addon is not built"; exit 0; }; \
+	inc="$${NODE_INCLUDE:-}"; \
+	if [ -z "$$inc" ] && ! node bindings/node/build.js --has-node-headers; then \
+	  inc="$(abspath $(NODE_API_DIR))/node_modules/node-api-headers/include"; \
+	  if [ ! -f "$$inc/node_api.h" ]; then \
+	    echo "bindings: Node's headers are missing; installing $(NODE_API_HEADERS) into $(NODE_API_DIR)"; \
+	    mkdir -p $(NODE_API_DIR) && (cd $(NODE_API_DIR) && \
+	    npm install -E --no-save --no-audit --no-fund --loglevel=error $(NODE_API_HEADERS) >/dev/null); \
+	  fi; \
+	fi; \
+	CC="$(CC)" NODE_INCLUDE="$$inc" node bindings/node/build.js
+
+python-dist:
+	@mkdir -p $(BUILD)/python
+	$(PYTHON) bindings/python/build_backend/dexagents_build.py --outdir $(BUILD)/python all
+
+# The reference of the Python API, generated from its docstrings.
+python-reference:
+	$(PYTHON) bindings/python/tools/gen_reference.py > bindings/python/REFERENCE.md
+
+node-pack:
+	@mkdir -p $(BUILD)/node
+	cd bindings/node && npm pack --silent --pack-destination $(abspath $(BUILD)/node)
 
 # ---- ABI baseline (abigail-tools) ----------------------------------------
 # abi-update writes the reviewed baseline from a -g build (the baseline is the
@@ -260,21 +317,56 @@ check-abi: $(SHLIB)
 	@LIBOUT=$(LIBOUT) bash test/abi/abidiff.sh
 
 # ---- install -------------------------------------------------------------
-install: install-shared install-static install-includes install-man install-pc
+install: install-shared install-static install-includes install-man install-pc install-bin install-ui
+install-bin: $(CLI)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR)
+	$(INSTALL) -m 755 $(CLI) $(DESTDIR)$(BINDIR)/dexagents
+# The AI Agent page, for dexagents serve (it finds <bindir>/../share/dexagents/ui).
+install-ui:
+	$(INSTALL) -d $(DESTDIR)$(DATADIR)/dexagents/ui
+	cp -R examples/ai-agent/ui/. $(DESTDIR)$(DATADIR)/dexagents/ui/
 install-shared: $(SHLIB)
 	$(INSTALL) -d $(DESTDIR)$(LIBDIR)
 	$(INSTALL) -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB_NAME)
 	ln -sf $(SHLIB_NAME) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libdexagents.so
+	@$(MAKE) --no-print-directory ldconfig
+
+# The loader finds a new library in LIBDIR only once ldconfig has updated its
+# cache. Run it when installing for real as root; otherwise say what to do.
+# A staged install (DESTDIR) leaves it to the package's own scripts.
+LDCONFIG ?= $(shell command -v ldconfig 2>/dev/null || echo /sbin/ldconfig)
+ldconfig:
+	@if [ -n "$(DESTDIR)" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && [ -x "$(LDCONFIG)" ]; then \
+	  echo "$(LDCONFIG)"; "$(LDCONFIG)"; \
+	fi; \
+	if [ -x "$(LDCONFIG)" ] && "$(LDCONFIG)" -p 2>/dev/null | grep -q " => $(LIBDIR)/$(SONAME)$$"; then exit 0; fi; \
+	echo "install: the loader does not know $(LIBDIR) yet, so programs will not find $(SONAME):"; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "install:   add $(LIBDIR) to /etc/ld.so.conf.d/ and run ldconfig, or set LD_LIBRARY_PATH=$(LIBDIR)"; \
+	else \
+	  echo "install:   run ldconfig as root (when $(LIBDIR) is in /etc/ld.so.conf), or set LD_LIBRARY_PATH=$(LIBDIR);"; \
+	fi; \
+	echo "install:   the bindings also find it through pkg-config (PKG_CONFIG_PATH=$(PKGCONFIGDIR)) or DEXAGENTS_LIBRARY=$(LIBDIR)/$(SONAME)"
 install-static: $(STLIB)
 	$(INSTALL) -d $(DESTDIR)$(LIBDIR)
 	$(INSTALL) -m 644 $(STLIB) $(DESTDIR)$(LIBDIR)/libdexagents.a
 install-includes:
 	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR)/dexagents
 	$(INSTALL) -m 644 include/dexagents/*.h $(DESTDIR)$(INCLUDEDIR)/dexagents/
+# A page shared by several functions is a symbolic link in the tree (so
+# that man -l works from anywhere) and installs as the usual ".so" page.
 install-man:
-	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
-	$(if $(wildcard man/man3/*.3),$(INSTALL) -m 644 man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/)
+	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
+	$(if $(wildcard man/man1/*.1),$(INSTALL) -m 644 man/man1/*.1 $(DESTDIR)$(MANDIR)/man1/)
+	for f in man/man3/*.3; do \
+	  [ -e "$$f" ] || continue; \
+	  if [ -L "$$f" ]; then \
+	    printf '.so man3/%s\n' "$$(readlink "$$f")" > $(DESTDIR)$(MANDIR)/man3/$${f##*/} && \
+	      chmod 644 $(DESTDIR)$(MANDIR)/man3/$${f##*/} || exit 1; \
+	  else $(INSTALL) -m 644 "$$f" $(DESTDIR)$(MANDIR)/man3/ || exit 1; fi; \
+	done
 	$(if $(wildcard man/man7/*.7),$(INSTALL) -m 644 man/man7/*.7 $(DESTDIR)$(MANDIR)/man7/)
 # The .pc is written at install time so it carries this PREFIX and LIBDIR.
 install-pc:
@@ -287,18 +379,22 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(SHLIB_NAME) $(DESTDIR)$(LIBDIR)/$(SONAME) \
 	  $(DESTDIR)$(LIBDIR)/libdexagents.so $(DESTDIR)$(LIBDIR)/libdexagents.a \
 	  $(DESTDIR)$(PKGCONFIGDIR)/dexagents.pc
-	rm -rf $(DESTDIR)$(INCLUDEDIR)/dexagents
-	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/man3/*.3))) \
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/dexagents $(DESTDIR)$(DATADIR)/dexagents
+	rm -f $(DESTDIR)$(BINDIR)/dexagents
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(wildcard man/man1/*.1))) \
+	  $(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/man3/*.3))) \
 	  $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/man7/*.7)))
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build bindings/node/*.tgz
 
 help:
-	@echo "targets: all lib-shared lib-static deps examples tests bindings check check-asan check-tsan check-valgrind"
+	@echo "targets: all cli lib-shared lib-static deps examples tests bindings check check-asan check-tsan check-valgrind"
+	@echo "         python-dist node-pack python-reference ldconfig"
 	@echo "         bench run run-chat install uninstall check-abi abi-update fuzz clean"
-	@echo "install: PREFIX=$(PREFIX) DESTDIR= LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"
-	@echo "         MANDIR=$(MANDIR) PKGCONFIGDIR=$(PKGCONFIGDIR)"
+	@echo "install: PREFIX=$(PREFIX) DESTDIR= BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"
+	@echo "         MANDIR=$(MANDIR) PKGCONFIGDIR=$(PKGCONFIGDIR) DATADIR=$(DATADIR)"
+	@echo "command: $(CLI) (dexagents: chat, sessions, serve, worker, graph, store)"
 	@echo "version: $(VERSION) (SONAME $(SONAME))"
 
 -include $(DEPFILES)

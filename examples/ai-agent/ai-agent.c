@@ -19,7 +19,9 @@
  *   DEX_AGENT_LISTEN          HOST:PORT to listen on (127.0.0.1:8080)
  *   DEX_AGENT_ALLOWED_HOSTS   more Host header names the page may be reached by
  *                             (comma separated; the listen address always works)
- *   DEX_AGENT_THREADS         worker threads (4) */
+ *   DEX_AGENT_THREADS         worker threads (4)
+ *   DEX_CONNECTOR_CONFIG_FILE the connector file: its support-slack connection
+ *                             gives the tool slack_post_thread_reply */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -223,9 +225,11 @@ static int make_settings_extra(app *a) {
 }
 
 static int make_tools(app *a) {
-  a->sources = calloc(1, sizeof *a->sources);
+  a->sources = calloc(2, sizeof *a->sources);
   if (!a->sources || ai_agent_tools_new(&a->sources[0]) != DEXA_OK) return -1;
   a->source_count = 1;
+  if (ai_agent_slack_new(&a->sources[1]) != 0) return -1;
+  if (a->sources[1]) a->source_count++;
   if (add_mcp_sources(a) != 0) return -1;
   return make_settings_extra(a);
 }

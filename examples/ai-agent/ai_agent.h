@@ -5,7 +5,8 @@
  *                   the libmicrohttpd daemon with the library's agent routes
  * ai_agent_static.c the page: files of ui/ served under the prefix
  * ai_agent_tools.c  host function tools: clock (READ), send_note (WRITE,
- *                   needs approval) */
+ *                   needs approval)
+ * ai_agent_connectors.c  the Slack connection support-slack */
 #ifndef DEXA_EXAMPLE_AI_AGENT_H
 #define DEXA_EXAMPLE_AI_AGENT_H
 
@@ -14,6 +15,11 @@
 
 /* Creates the "host" tool source with clock and send_note. */
 int ai_agent_tools_new(dexa_tool_source **out);
+
+/* Opens support-slack from DEX_CONNECTOR_CONFIG_FILE: *out is its tool
+ * source, or NULL without a configuration. -1 (after saying why) when the
+ * configuration is incomplete or invalid. */
+int ai_agent_slack_new(dexa_tool_source **out);
 
 /* Serves url from the directory ui_dir when it is prefix + "/" (index.html)
  * or prefix + "/NAME" of a file there; redirects "/" and prefix to

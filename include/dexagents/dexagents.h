@@ -13,5 +13,8 @@
 #include "agent.h"
 #include "runtime.h"
 #include "http.h"
+#include "graph.h"
+#include "store.h"
+#include "connectors.h"
 
 #endif

@@ -86,7 +86,7 @@ static int run_tool(dexa__run *r, const dexa__tool_def *def, inner_call *k, dexa
   char key[512];
   snprintf(key, sizeof key, "%s:%s", c->call->session_id, k->call_id);
   dexa_tool_invocation inv = {def->name, k->call_id,       c->call->session_id, key,
-                              args,      k->arguments_len, c->call->attempt};
+                              args,      k->arguments_len, c->call->attempt, c->call};
   started_event(r, k->call_id, def->name);
   int rc = s->vt.call_tool(s->user_data, &inv, o);
   free(args);

@@ -33,12 +33,16 @@ int dexa__rpc_answer_question(dexa__ctx *c) {
     cJSON_Delete(pending);
     return dexa__result_fail(c->result, DEXA_E_INVALID_ARG, "the answer must be one of the choices");
   }
-  cJSON *d = cJSON_CreateObject();
-  cJSON_AddStringToObject(d, "decision", "answer");
-  cJSON_AddStringToObject(d, "answer", answer);
-  rc = dexa__decision_deliver(c, key, dexa__input_str(c, "call_id"), d, "question_answered");
+  dexa__buf d; /* {"decision":"answer","answer":..}: one out-of-memory flag */
+  dexa__buf_init(&d);
+  dexa__buf_puts(&d, "{\"decision\":\"answer\",\"answer\":");
+  dexa__buf_json_cstr(&d, answer);
+  dexa__buf_putc(&d, '}');
+  rc = d.oom ? DEXA_E_NOMEM
+             : dexa__decision_deliver(c, key, dexa__input_str(c, "call_id"), d.data, d.len,
+                                      "question_answered");
   if (rc == DEXA_OK) rc = dexa__result_set_response(c->result, "{\"accepted\":true}", 17);
-  cJSON_Delete(d);
+  dexa__buf_free(&d);
   cJSON_Delete(pending);
   return rc;
 }

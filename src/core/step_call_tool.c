@@ -35,7 +35,7 @@ static int run_tool(dexa__ctx *c, const dexa__tool_call *t, dexa_tool_source *s,
   char key[512];
   snprintf(key, sizeof key, "%s:%s", c->call->session_id, t->call_id);
   dexa_tool_invocation inv = {t->name, t->call_id, c->call->session_id, key,
-                              t->arguments, strlen(t->arguments), c->call->attempt};
+                              t->arguments, strlen(t->arguments), c->call->attempt, c->call};
   dexa_tool_output out;
   dexa__tool_output_init(&out);
   started_event(c, t);

@@ -6,7 +6,8 @@
  * request_check.c  Host header, media type and body bytes, before any route
  * routes_rpc.c     the JSON routes: settings, start session, session RPCs
  * routes_stream.c  the event pump and the event stream route (Server-Sent Events)
- * routes_chat.c    the AI SDK UI message stream route (POST sessions/ID/chat) */
+ * routes_chat.c    the AI SDK UI message stream route (POST sessions/ID/chat)
+ * routes_graph.c   the session graph route */
 #ifndef DEXA_HTTP_INTERNAL_H
 #define DEXA_HTTP_INTERNAL_H
 
@@ -88,7 +89,7 @@ int64_t dexa__http_mono_ms(void);
 int dexa__http_random(dexa_http_agent_routes *routes, unsigned char *out, size_t n);
 
 /* A field of a JSON request body. */
-typedef enum field_type { F_STR, F_BOOL, F_INT, F_ARRAY } field_type;
+typedef enum field_type { F_STR, F_BOOL, F_INT, F_ARRAY, F_OBJECT } field_type;
 typedef struct field {
   const char *name;
   field_type type;
@@ -128,6 +129,10 @@ int dexa__pump_open(dexa_http_agent_routes *r, struct MHD_Connection *c, const c
 void dexa__pump_end(dexa__pump *pump);
 const char *dexa__pump_session(const dexa__pump *pump);
 dexa_http_agent_routes *dexa__pump_routes(const dexa__pump *pump);
+
+/* The session graph (routes_graph.c): GET sessions/ID/graph. */
+void dexa__http_session_graph(dexa_http_agent_routes *routes, void *connection,
+                              const char *session_id, dexa__http_reply *reply);
 
 /* The event stream (routes_stream.c): sets reply->stream or an error. */
 void dexa__http_event_stream(dexa_http_agent_routes *routes, void *connection,

@@ -406,9 +406,10 @@ static void session_route(dexa_http_agent_routes *r, struct MHD_Connection *c, c
     return;
   }
   const char *rest = slash ? slash : "";
-  if (strcmp(rest, "/events") == 0) {
-    if (is_method(method, "GET")) dexa__http_event_stream(r, c, id, reply);
-    else method_not_allowed(reply, "GET");
+  if (strcmp(rest, "/events") == 0 || strcmp(rest, "/graph") == 0) {
+    if (!is_method(method, "GET")) method_not_allowed(reply, "GET");
+    else if (strcmp(rest, "/events") == 0) dexa__http_event_stream(r, c, id, reply);
+    else dexa__http_session_graph(r, c, id, reply);
     return;
   }
   if (strcmp(rest, "/chat") == 0) {

@@ -5,9 +5,10 @@
 
 #include "runtime/runtime_internal.h"
 
-static int task_stopped(void *user) {
-  const dexa_task *t = user;
-  return __atomic_load_n(&t->stop_seen, __ATOMIC_ACQUIRE);
+/* The call's cancelled callback: cheap, any thread. */
+static int task_cancelled(void *user) {
+  dexa_task *t = user;
+  return atomic_load_explicit(&t->cancel, memory_order_relaxed);
 }
 
 int dexa__task_new(dexa_runtime *rt, const dexa__step_row *row, int64_t event_seq,
@@ -26,8 +27,9 @@ int dexa__task_new(dexa_runtime *rt, const dexa__step_row *row, int64_t event_se
   dexa__call_for_row(rt, &t->call, &t->row, t->row.started_ms);
   t->call.attr_user_data = &t->reader;
   t->call.sink_user_data = &t->sink;
-  t->call.cancelled = task_stopped;
+  atomic_init(&t->cancel, 0);
   t->call.cancel_user_data = t;
+  t->call.cancelled = task_cancelled;
   *out = t;
   return DEXA_OK;
 }

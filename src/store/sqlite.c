@@ -490,4 +490,9 @@ const dexa__store_ops dexa__sqlite_ops = {
     .conn_open = sq_conn_open,
     .conn_close = sq_conn_close,
     .close = sq_close,
+    .session_dump = dexa__sq_session_dump,
+    .session_restore = dexa__sq_session_restore,
+    .chan_scan = dexa__sq_chan_scan,
+    .integrity_check = dexa__sq_integrity_check,
+    .vacuum = dexa__sq_vacuum,
 };

@@ -427,3 +427,8 @@ int dexa__sq_event_read(dexa__store_conn *c, const char *sid, int64_t after_seq,
   sqlite3_reset(st);
   return rc;
 }
+
+int dexa__sq_column_value(sqlite3_stmt *st, int col, char **buf, size_t *cap, const char **v,
+                          size_t *n) {
+  return column_value(st, col, 1, buf, cap, v, n);
+}

@@ -153,5 +153,15 @@ int dexa__sq_step_list(dexa__store_conn *c, const char *sid, int32_t state,
 int dexa__sq_step_renew(dexa__store_conn *c, const char *sid, const char *exec_id,
                         const char *owner, int32_t attempt, int64_t now, int64_t until);
 int dexa__sq_step_busy_count(dexa__store_conn *c, const char *sid, int64_t *n);
+/* Column col of a session_data row as the JSON it stands for (unpacked
+ * into *buf when packed), NUL-terminated (sqlite_data.c). */
+int dexa__sq_column_value(sqlite3_stmt *st, int col, char **buf, size_t *cap, const char **v,
+                          size_t *n);
+/* Administration (sqlite_admin.c). */
+int dexa__sq_session_dump(dexa__store_conn *c, const char *id, dexa__session_dump *out);
+int dexa__sq_session_restore(dexa__store_conn *c, const dexa__session_dump *d);
+int dexa__sq_chan_scan(dexa__store_conn *c, const char *sid, dexa__chan_visit_fn visit, void *ctx);
+int dexa__sq_integrity_check(dexa__store_conn *c, dexa__problem_fn report, void *ctx);
+int dexa__sq_vacuum(dexa__store *s, int64_t *bytes_before, int64_t *bytes_after);
 
 #endif

@@ -78,6 +78,22 @@ void dexa__session_row_free(dexa__session_row *row);
 typedef int (*dexa__session_visit_fn)(void *ctx, const dexa__session_row *row);
 typedef int (*dexa__value_visit_fn)(void *ctx, int64_t seq, const char *json, size_t len);
 
+/* Every stored field of a session, for copying a store (store_admin.c).
+ * Strings are malloc'd and released by dexa__session_dump_free. */
+typedef struct dexa__session_dump {
+  dexa__session_row row; /* data_ver is not copied: each store counts its own */
+  int64_t step_ord;      /* the order of the newest Step execution */
+  char *settings;        /* as given to session_insert, or NULL */
+  size_t settings_len;
+} dexa__session_dump;
+
+void dexa__session_dump_free(dexa__session_dump *d);
+
+typedef int (*dexa__chan_visit_fn)(void *ctx, const char *ch, size_t chlen, int64_t seq,
+                                   const char *json, size_t len);
+/* Receives one problem a check found, as a sentence. */
+typedef void (*dexa__problem_fn)(void *ctx, const char *problem);
+
 typedef struct dexa__store_conn dexa__store_conn;
 typedef struct dexa__store dexa__store;
 
@@ -180,6 +196,24 @@ typedef struct dexa__store_ops {
   int (*conn_open)(dexa__store *s, dexa__store_conn **out);
   void (*conn_close)(dexa__store_conn *c);
   void (*close)(dexa__store *s);
+
+  /* Administration (dexa_store_check, dexa_store_vacuum, dexa_store_copy
+   * in store_admin.c). A backend without them leaves them NULL and those
+   * functions say DEXA_E_UNSUPPORTED. */
+  /* Every field of a session's row (DEXA_E_NOT_FOUND if none). */
+  int (*session_dump)(dexa__store_conn *c, const char *id, dexa__session_dump *out);
+  /* Inserts a session with the fields of a dump, inside a write
+   * transaction, before any other operation on it there. */
+  int (*session_restore)(dexa__store_conn *c, const dexa__session_dump *d);
+  /* Visits every channel message of a session, by channel name then in
+   * FIFO order, and keeps them. */
+  int (*chan_scan)(dexa__store_conn *c, const char *sid, dexa__chan_visit_fn visit, void *ctx);
+  /* The backend's own consistency check (SQLite: integrity_check); each
+   * problem goes to report. DEXA_OK when it could run. */
+  int (*integrity_check)(dexa__store_conn *c, dexa__problem_fn report, void *ctx);
+  /* Gives free space back to the system, outside any transaction; the
+   * store's size in bytes before and after. */
+  int (*vacuum)(dexa__store *s, int64_t *bytes_before, int64_t *bytes_after);
 } dexa__store_ops;
 
 /* Every backend connection and store starts with its ops table. */

@@ -26,6 +26,17 @@
 #define DEXA__MCP_MAX_MESSAGE (8u * 1024 * 1024) /* one JSON-RPC message */
 #define DEXA__MCP_DEFAULT_TIMEOUT_MS 60000
 #define DEXA__MCP_CONNECT_TIMEOUT_MS 15000 /* cap of handshake and listing */
+#define DEXA__MCP_STOP_POLL_MS 100 /* how often a running call asks whether to stop */
+/* A request whose caller asked it to stop (dexa__mcp_cancel): internal to
+ * src/tools, never returned by a public function. */
+#define DEXA__MCP_E_STOPPED (-1000)
+
+/* A running request's question "should I stop?" (the turn was stopped):
+ * stop(user) is polled while it waits; NULL stop never stops. */
+typedef struct dexa__mcp_cancel {
+  int (*stop)(void *user);
+  void *user;
+} dexa__mcp_cancel;
 
 /* ---- configuration ---- */
 
@@ -143,6 +154,7 @@ typedef struct dexa__mcp_pending {
   int failed; /* the transport failed: error code */
   int64_t deadline_ms;
   int64_t progress_count;
+  dexa__mcp_cancel cancel;
 } dexa__mcp_pending;
 
 struct dexa__mcp_client {
@@ -183,6 +195,14 @@ int dexa__mcp_client_ensure(dexa__mcp_client *c, char *err, size_t err_size);
  * an oversized message DEXA_E_TOO_LARGE. */
 int dexa__mcp_request(dexa__mcp_client *c, const char *method, cJSON *params, int64_t timeout_ms,
                       cJSON **result, int64_t *rpc_error, char *err, size_t err_size);
+/* dexa__mcp_request that stops early when cancel says so: the server gets
+ * notifications/cancelled and the caller DEXA__MCP_E_STOPPED. */
+int dexa__mcp_request_cancellable(dexa__mcp_client *c, const char *method, cJSON *params,
+                                  int64_t timeout_ms, const dexa__mcp_cancel *cancel,
+                                  cJSON **result, int64_t *rpc_error, char *err, size_t err_size);
+/* 1 when the request of id in flight was asked to stop (transports poll
+ * it while they wait). */
+int dexa__mcp_request_stop_asked(dexa__mcp_client *c, const char *id);
 
 /* Sends a notification (params consumed). */
 int dexa__mcp_notify(dexa__mcp_client *c, const char *method, cJSON *params);
@@ -234,5 +254,8 @@ void dexa__mcp_http_reset_session(dexa__mcp_http *h);
 /* The tool name offered to the model for tool of server: see mcp_source.c.
  * out must hold 65 bytes. */
 void dexa__mcp_tool_name(const char *server, const char *tool, char *out);
+/* The name 1.0 offered (a '.' kept as is, a hash with a wrong offset
+ * basis); calls recorded under it still resolve. */
+void dexa__mcp_tool_name_1_0(const char *server, const char *tool, char *out);
 
 #endif

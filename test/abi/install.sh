@@ -25,12 +25,48 @@ for f in usr/lib/libdexagents.so.${ver%%.*} usr/lib/libdexagents.so; do
   [[ -L $stage/$f ]] || missing="$missing $f"
 done
 for h in include/dexagents/*.h; do [[ -f $stage/usr/$h ]] || missing="$missing usr/$h"; done
-for m in man/man3/*.3 man/man7/*.7; do
+for f in usr/bin/dexagents usr/share/dexagents/ui/index.html; do
+  [[ -f $stage/$f ]] || missing="$missing $f"
+done
+for m in man/man1/*.1 man/man3/*.3 man/man7/*.7; do
   [[ -e $m ]] || continue
   [[ -f $stage/usr/share/$m ]] || missing="$missing usr/share/$m"
 done
-if [[ -z $missing ]]; then pass "headers, libraries, symlinks, man pages and dexagents.pc installed"; else
-  fail "headers, libraries, symlinks, man pages and dexagents.pc installed" "missing:$missing"; fi
+if [[ -z $missing ]]; then pass "headers, libraries, symlinks, dexagents, its page, man pages and dexagents.pc installed"; else
+  fail "headers, libraries, symlinks, dexagents, its page, man pages and dexagents.pc installed" "missing:$missing"; fi
+out=$("$stage/usr/bin/dexagents" --version 2>&1)
+check "the installed dexagents runs: $out" test "$out" = "dexagents $ver (libdexagents $ver)"
+# serve finds the installed page next to the program (BINDIR/../share/dexagents/ui)
+port_log="$tmp/serve.log"
+"$stage/usr/bin/dexagents" serve --listen 127.0.0.1:0 --store "$tmp/serve.db" >"$port_log" 2>&1 &
+serve_pid=$!
+for _ in $(seq 600); do grep -q "open http" "$port_log" && break; kill -0 $serve_pid 2>/dev/null || break; sleep 0.1; done
+port=$(sed -n 's|.*open http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$port_log")
+page=""
+if [[ -n $port ]] && exec 3<>"/dev/tcp/127.0.0.1/$port"; then # no curl on a fresh machine
+  printf 'GET /products/ai-agent/ HTTP/1.0\r\n\r\n' >&3
+  page=$(timeout 60 cat <&3)
+  exec 3<&-
+fi
+if grep -q "<html" <<<"$page"; then pass "the installed dexagents serve shows the installed page"; else
+  fail "the installed dexagents serve shows the installed page" "$(cat "$port_log")"; fi
+kill $serve_pid 2>/dev/null
+wait $serve_pid 2>/dev/null
+
+# A shared page (a link in the tree) installs as a ".so" page that man follows.
+bad=""
+for m in man/man3/*.3; do
+  [[ -L $m ]] || continue
+  f="$stage/usr/share/$m"
+  [[ -f $f && ! -L $f && $(cat "$f") == ".so man3/$(readlink "$m")" ]] || bad="$bad $m"
+done
+if [[ -z $bad ]]; then pass "shared man pages install as .so pages"; else
+  fail "shared man pages install as .so pages" "wrong:$bad"; fi
+if command -v man >/dev/null; then
+  out=$(MANWIDTH=80 man -M "$stage/usr/share/man" -P cat 3 dexa_result_errmsg 2>&1)
+  if [[ $out == *DEXA_RESULT_STATUS* ]]; then pass "man renders an installed .so page"; else
+    fail "man renders an installed .so page" "$out"; fi
+fi
 
 if ! command -v pkg-config >/dev/null; then
   skip "pkg-config builds a program" "pkg-config not installed"
@@ -85,12 +121,14 @@ if [[ -z $left ]]; then pass "make uninstall removes every installed file"; else
 
 # Custom directories are honoured.
 "${mk[@]}" PREFIX=/opt/dx LIBDIR=/opt/dx/lib64 INCLUDEDIR=/opt/dx/inc MANDIR=/opt/dx/man \
-  PKGCONFIGDIR=/opt/dx/pc install >"$tmp/log" 2>&1
+  PKGCONFIGDIR=/opt/dx/pc BINDIR=/opt/dx/sbin DATADIR=/opt/dx/data install >"$tmp/log" 2>&1
 if [[ -f $stage/opt/dx/lib64/libdexagents.a && -f $stage/opt/dx/inc/dexagents/dexagents.h &&
-  -f $stage/opt/dx/pc/dexagents.pc ]] && grep -qx 'libdir=/opt/dx/lib64' "$stage/opt/dx/pc/dexagents.pc"; then
-  pass "install honours LIBDIR, INCLUDEDIR, MANDIR and PKGCONFIGDIR"
+  -f $stage/opt/dx/pc/dexagents.pc && -f $stage/opt/dx/sbin/dexagents &&
+  -f $stage/opt/dx/data/dexagents/ui/index.html && -f $stage/opt/dx/man/man1/dexagents.1 ]] &&
+  grep -qx 'libdir=/opt/dx/lib64' "$stage/opt/dx/pc/dexagents.pc"; then
+  pass "install honours LIBDIR, INCLUDEDIR, MANDIR, PKGCONFIGDIR, BINDIR and DATADIR"
 else
-  fail "install honours LIBDIR, INCLUDEDIR, MANDIR and PKGCONFIGDIR" "$(tail -n 20 "$tmp/log")"
+  fail "install honours LIBDIR, INCLUDEDIR, MANDIR, PKGCONFIGDIR, BINDIR and DATADIR" "$(tail -n 20 "$tmp/log")"
 fi
 
 summary

@@ -18,17 +18,20 @@ allowed() {
   store) echo "store util" ;;
   runtime) echo "runtime store flow iface util" ;;
   http) echo "http util" ;;
+  cli) echo "cli" ;; # the dexagents command: the public headers only
   *) echo "$1 iface flow util" ;; # a new layer: interfaces only until it is listed here
   esac
 }
 
 # public_too DIR: directories DIR may also reach through their public dexa_
-# functions only (the ABI): the runtime is a host of dexa_dispatch, and the
-# HTTP routes are clients of the runtime.
+# functions only (the ABI): the runtime is a host of dexa_dispatch, the HTTP
+# routes are clients of the runtime, and the dexagents command (src/cli,
+# not part of the library) is a client of the whole ABI.
 public_too() {
   case $1 in
   runtime) echo "core" ;;
   http) echo "runtime" ;;
+  cli) echo "core flow iface model tools store runtime http util" ;;
   esac
 }
 

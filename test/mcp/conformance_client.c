@@ -17,7 +17,7 @@
 #include "iface/tool_source.h"
 
 static int call(dexa_tool_source *s, const char *name, const char *args) {
-  dexa_tool_invocation inv = {name, "call-1", "conformance", "conformance:call-1", args, strlen(args), 1};
+  dexa_tool_invocation inv = {name, "call-1", "conformance", "conformance:call-1", args, strlen(args), 1, NULL};
   dexa_tool_output out;
   dexa__tool_output_init(&out);
   int rc = s->vt.call_tool(s->user_data, &inv, &out);
