@@ -144,6 +144,8 @@ export declare class Model {
    * options such as {api_key, base_url, timeout_ms} (dexa_model_client_new(3)); an unknown
    * key throws UnknownKeyError. */
   static client(name: string, options?: Record<string, unknown> | string): Model;
+  /** The Claude Code harness (dexa_harness_claude_code_new). */
+  static claudeCode(name?: string, options?: Record<string, unknown> | string): Model;
   /** demo() for 'mock/...' names, else client() with default options. */
   static named(name: string): Model;
   /** A model written in JavaScript, called for each RunModel Step (dexagents-harness(7)):

@@ -157,6 +157,11 @@ class BindingsTest(unittest.TestCase):
         with self.assertRaises(dx.DexaError) as cm:
             dx.Model.client("nosuchprovider/x")
         self.assertEqual(cm.exception.code, dx.DEXA_E_INVALID_ARG)
+        cc = dx.Model.claude_code("claude-code/x", {"model": "sonnet", "allowed_tools": ["Read"]})
+        self.assertEqual(cc.name, "claude-code/x")
+        with self.assertRaises(dx.DexaError) as cm:
+            dx.Model.claude_code("claude-code/x", {"env": {"ANTHROPIC_API_KEY": "sk"}})
+        self.assertEqual(cm.exception.code, dx.DEXA_E_INVALID_ARG)
         sid = self.rt.start_session(model="mock/dex-mini")
         self.assertTrue(sid.startswith("s-"))
         self.rt.send(sid, "/model")

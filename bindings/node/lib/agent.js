@@ -20,6 +20,14 @@ class Model {
     return new Model(rethrow(() => native().modelNew(name, opts)));
   }
 
+  /** The Claude Code harness (dexa_harness_claude_code_new): turns run in
+   * the Claude Code CLI as durable segments; options: cli_path, model,
+   * allowed_tools, cwd, env, timeout_ms (the key from the environment). */
+  static claudeCode(name = 'claude-code', options = {}) {
+    const opts = typeof options === 'string' ? options : JSON.stringify(options || {});
+    return new Model(rethrow(() => native().claudeCodeNew(name, opts)));
+  }
+
   /** demo() for 'mock/...' names, else client() with default options. */
   static named(name) { return name.startsWith('mock/') ? Model.demo(name) : Model.client(name); }
 

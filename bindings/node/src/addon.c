@@ -36,6 +36,7 @@ static napi_value init(napi_env env, napi_value exports) {
       FN("cancelToken", js_cancel_token),
       FN("cancel", js_cancel),
       FN("modelNew", js_model_new),
+      FN("claudeCodeNew", js_claude_code_new),
       FN("modelName", js_model_name),
       FN("modelNewJs", js_model_new_js),
       FN("modelCallEmit", js_model_call_emit),

@@ -39,6 +39,8 @@ int dexa_model_new(dexa_model **out, const char *name, const dexa_model_vtable *
 int dexa_model_demo_new(dexa_model **out, const char *name);
 int dexa_model_client_new(dexa_model **out, const char *name, const char *options_json,
                           size_t options_len, char *errmsg, size_t errmsg_size);
+int dexa_harness_claude_code_new(dexa_model **out, const char *name, const char *options_json,
+                                 size_t options_len, char *errmsg, size_t errmsg_size);
 void dexa_model_free(dexa_model *model);
 const char *dexa_model_name(const dexa_model *model);
 int dexa_model_request_json(const dexa_model_request *request, const char **json, size_t *len);

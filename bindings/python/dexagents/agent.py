@@ -51,6 +51,20 @@ class Model:
         return cls(out[0])
 
     @classmethod
+    def claude_code(cls, name: str = "claude-code",
+                    options: Union[Mapping[str, Any], str, None] = None) -> "Model":
+        """The Claude Code harness (dexa_harness_claude_code_new(3)): turns
+        run in the Claude Code CLI as durable segments; ``options`` such as
+        {"cli_path": ..., "model": ..., "allowed_tools": [...], "cwd": ...,
+        "env": {...}, "timeout_ms": ...}; the API key comes from the
+        environment only."""
+        out = ffi.new("dexa_model **")
+        opts = enc(json.dumps(options) if isinstance(options, Mapping) else (options or "{}"))
+        err = ffi.new("char[512]")
+        check(lib.dexa_harness_claude_code_new(out, enc(name), opts, len(opts), err, 512), s(err))
+        return cls(out[0])
+
+    @classmethod
     def named(cls, name: str) -> "Model":
         """:meth:`demo` for "mock/..." names, else :meth:`client` with default
         options."""
