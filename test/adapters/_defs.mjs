@@ -97,14 +97,71 @@ async function langGraph(base, dir) {
     effects: { cancel_order: 'write' }, approvals: { slow_write: false } });
 }
 
+async function openAIAgents(base, dir) {
+  const { Agent, Runner, OpenAIProvider, tool } = await import('@openai/agents');
+  const { openAIAgentsHarness } = require('dexagents/adapters/openai-agents');
+  const bodies = toolBodies(dir);
+  const tools = Object.keys(bodies).map((name) => tool({ name, description: DESCRIPTIONS[name],
+    parameters: SCHEMAS[name], strict: false, execute: (args) => bodies[name](args),
+    needsApproval: name === 'cancel_order' })); // the SDK's own flag: cancel_order needs approval
+  const agent = new Agent({ name: 'assistant', instructions: 'You are a test agent.', model: 'gpt-test', tools });
+  const runner = new Runner({ tracingDisabled: true,
+    modelProvider: new OpenAIProvider({ apiKey: 'test', baseURL: `${base}/v1` }) });
+  return openAIAgentsHarness({ agent, runner,
+    effects: { get_weather: 'read', get_time: 'read', cancel_order: 'write', slow_write: 'write' },
+    approvals: { slow_write: false } });
+}
+
+async function mastra(base, dir) {
+  const { Agent } = await import('@mastra/core/agent');
+  const { createTool } = await import('@mastra/core/tools');
+  const { createOpenAI } = await import('@ai-sdk/openai');
+  const { mastraHarness } = require('dexagents/adapters/mastra');
+  const bodies = toolBodies(dir);
+  const hints = { get_weather: { readOnlyHint: true }, get_time: { readOnlyHint: true },
+    slow_write: { destructiveHint: true } }; // Mastra's MCP annotations; cancel_order has none
+  const tools = {};
+  for (const name of Object.keys(bodies)) {
+    tools[name] = createTool({ id: name, description: DESCRIPTIONS[name], inputSchema: SCHEMAS[name],
+      execute: (input) => bodies[name](input), ...(hints[name] ? { mcp: { annotations: hints[name] } } : {}),
+      ...(name === 'cancel_order' ? { requireApproval: true } : {}) });
+  }
+  const model = createOpenAI({ baseURL: `${base}/v1`, apiKey: 'test' })('gpt-test');
+  const agent = new Agent({ id: 'assistant', name: 'assistant', instructions: 'You are a test agent.', model, tools });
+  return mastraHarness({ agent, approvals: { slow_write: false } });
+}
+
+async function adk(base, dir) {
+  const { LlmAgent, FunctionTool, Gemini, setLogLevel, LogLevel } = await import('@google/adk');
+  const { adkHarness } = require('dexagents/adapters/adk');
+  setLogLevel(LogLevel.ERROR); // ADK logs each model request to the console
+  // Gemini against the mock server: the Gemini API's generateContent and
+  // streamGenerateContent, which aimock serves too
+  class MockGemini extends Gemini {
+    getHttpOptions() { return { ...super.getHttpOptions(), baseUrl: base }; }
+  }
+  const bodies = toolBodies(dir);
+  const tools = Object.keys(bodies).map((name) => new FunctionTool({ name, description: DESCRIPTIONS[name],
+    parameters: SCHEMAS[name], execute: (args) => bodies[name](args),
+    requireConfirmation: name === 'cancel_order' })); // ADK's own gate: cancel_order asks
+  const agent = new LlmAgent({ name: 'assistant', instruction: 'You are a test agent.',
+    model: new MockGemini({ model: 'gemini-2.5-flash', apiKey: 'test' }), tools });
+  return adkHarness({ agent,
+    effects: { get_weather: 'read', get_time: 'read', cancel_order: 'write', slow_write: 'write' },
+    approvals: { slow_write: false } });
+}
+
 /** Adapters that offer Dex's built-in tools (ask_user, ...) to their framework. */
-export const BUILT_INS = new Set(['ai-sdk-openai', 'ai-sdk-anthropic']);
+export const BUILT_INS = new Set(['ai-sdk-openai', 'ai-sdk-anthropic', 'openai-agents', 'mastra', 'adk']);
 
 /** name -> (base, dir) => Harness with .tools */
 export const ADAPTERS = {
   'ai-sdk-openai': (base, dir) => aiSdk(base, dir, 'openai'),
   'ai-sdk-anthropic': (base, dir) => aiSdk(base, dir, 'anthropic'),
   langgraph: (base, dir) => langGraph(base, dir),
+  'openai-agents': (base, dir) => openAIAgents(base, dir),
+  mastra: (base, dir) => mastra(base, dir),
+  adk: (base, dir) => adk(base, dir),
 };
 
 /** The agent of an adapter: its harness and its tools. */

@@ -31,6 +31,8 @@ function toModelMessages(req) {
       const it = m.item;
       if (it && typeof it === 'object' && it.role === 'assistant') {
         out.push(it); // the SDK's own response message, stored verbatim
+      } else if (it && typeof it === 'object' && it.role === 'tool' && Array.isArray(it.content)) {
+        out.push({ ...it, content: [...it.content] }); // results of tools run inside the model call
       } else { // written by another model: its text and calls
         const content = [];
         if (m.text) content.push({ type: 'text', text: m.text });
