@@ -5,7 +5,8 @@
 //   a turn with a read tool; two parallel tool calls that run as parallel
 //   Steps (each tool waits for the other to start); a write that needs
 //   approval and runs once; a reject with a note that reaches the model; a
-//   queued message; Steer; Stop; kill -9 of the worker process after one of
+//   read that the framework's own approval flag gates (for LangGraph, which
+//   has none, the adapter's option); a queued message; Steer; Stop; kill -9 of the worker process after one of
 //   two tools finished (the read is not run again, the write never twice);
 //   a restart on a second process that continues the turn from the
 //   framework's state kept by the session; and, for the adapters that offer
@@ -54,6 +55,8 @@ function fixtures(tag) {
     { match: { userMessage: u('crash') }, response: calls(['get_weather', { city: 'Lima' }], ['slow_write', { what: 'x' }]) },
     { match: { userMessage: u('ask'), toolResultContains: 'blue' }, response: { content: 'Blue it is.' } },
     { match: { userMessage: u('ask') }, response: calls(['ask_user', { prompt: 'Which color?' }]) },
+    { match: { userMessage: u('vault'), hasToolResult: true }, response: { content: 'Vault opened.' } },
+    { match: { userMessage: u('vault') }, response: calls(['open_vault', { id: 1 }]) },
     { match: { userMessage: u('restart'), hasToolResult: true }, response: { content: 'Order 11 is cancelled.' } },
     { match: { userMessage: u('restart') }, response: calls(['cancel_order', { id: 11 }]) },
   ];
@@ -183,6 +186,20 @@ for (const adapter of selected) {
         assert.equal(toolMsgs(snap)[0].status, 'rejected');
         assert.deepEqual(texts(snap), ['Understood: too late.']);
         assert.equal(runs(dir).n('cancel_order'), before);
+      });
+
+      await t.test("a read that the framework's approval flag gates waits for approval", async () => {
+        const sid = await session();
+        await rt.send(sid, u('vault'));
+        const p = await pendingOf(sid);
+        assert.equal(p.name, 'open_vault');
+        assert.equal(runs(dir).n('open_vault'), 0, 'not before the approval');
+        await rt.approve(sid, p.callId);
+        await rt.waitIdle(sid, { timeoutMs: 60000 });
+        const snap = await rt.snapshot(sid);
+        assert.deepEqual(toolMsgs(snap).map((m) => [m.name, m.status, m.output]), [['open_vault', 'ok', 'vault 1 open']]);
+        assert.deepEqual(texts(snap), ['Vault opened.']);
+        assert.equal(runs(dir).n('open_vault'), 1);
       });
 
       await t.test('a message sent during a turn waits in the queue', async () => {
