@@ -172,9 +172,12 @@ export const ADAPTERS = {
   adk: (base, dir) => adk(base, dir),
 };
 
-/** The agent of an adapter: its harness and its tools. */
-export async function makeAgent(dx, adapter, base, dir) {
+/** Adapters whose transcript is Dex's: Dex compaction summarizes through the framework. */
+export const COMPACTS = new Set(['ai-sdk-openai', 'ai-sdk-anthropic', 'openai-agents', 'mastra']);
+
+/** The agent of an adapter: its harness and its tools (more agent options in extra). */
+export async function makeAgent(dx, adapter, base, dir, extra = {}) {
   const h = await ADAPTERS[adapter](base, dir);
   return new dx.Agent({ instructions: 'You are a test agent.', models: [h], tools: h.tools,
-    builtInTools: BUILT_INS.has(adapter) ? ['ask_user'] : [], limits: { runModelMaxAttempts: 3 } });
+    builtInTools: BUILT_INS.has(adapter) ? ['ask_user'] : [], limits: { runModelMaxAttempts: 3 }, ...extra });
 }

@@ -9,8 +9,10 @@
 //   has none, the adapter's option); a queued message; Steer; Stop; kill -9 of the worker process after one of
 //   two tools finished (the read is not run again, the write never twice);
 //   a restart on a second process that continues the turn from the
-//   framework's state kept by the session; and, for the adapters that offer
-//   Dex's built-in tools to their framework, ask_user answered durably.
+//   framework's state kept by the session; for the adapters that offer
+//   Dex's built-in tools to their framework, ask_user answered durably; and,
+//   where the transcript is Dex's, Dex compaction through the framework (the
+//   summary call, then a model call that gets the summary).
 // Each tool appends to a file before it runs, so the counts are the tool's.
 // Run by frameworks.sh with Node 22 from the build folder (ADAPTERS may
 // name a subset: "langgraph,ai-sdk-openai").
@@ -22,7 +24,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { ADAPTERS, BUILT_INS, makeAgent } from './_defs.mjs';
+import { ADAPTERS, BUILT_INS, COMPACTS, makeAgent } from './_defs.mjs';
 
 const require = createRequire(import.meta.url);
 const dx = require('dexagents');
@@ -57,6 +59,10 @@ function fixtures(tag) {
     { match: { userMessage: u('ask') }, response: calls(['ask_user', { prompt: 'Which color?' }]) },
     { match: { userMessage: u('vault'), hasToolResult: true }, response: { content: 'Vault opened.' } },
     { match: { userMessage: u('vault') }, response: calls(['open_vault', { id: 1 }]) },
+    // Dex compaction's summary call comes first: its system message is the compaction prompt
+    { match: { userMessage: u('compact1'), systemMessage: 'Summarize the conversation below' }, response: { content: `Summary ${tag}: the first answer.` } },
+    { match: { userMessage: u('compact1') }, response: { content: 'First answer.' } },
+    { match: { userMessage: u('compact2') }, response: { content: 'Second answer.' } },
     { match: { userMessage: u('restart'), hasToolResult: true }, response: { content: 'Order 11 is cancelled.' } },
     { match: { userMessage: u('restart') }, response: calls(['cancel_order', { id: 11 }]) },
   ];
@@ -252,6 +258,35 @@ for (const adapter of selected) {
         await rt.waitIdle(sid, { timeoutMs: 60000 });
         assert.deepEqual(texts(await rt.snapshot(sid)), ['Blue it is.']);
       });
+    } finally {
+      await rt.close({ timeoutMs: 5000 });
+    }
+  });
+
+  // only where the transcript is Dex's (the adapter has a summarize)
+  if (COMPACTS.has(adapter)) test(`${adapter}: Dex compaction summarizes through the framework`, { timeout: 120000 }, async () => {
+    const dir = fs.mkdtempSync(path.join(tmp, `${adapter}-compact-`));
+    // a window of 2000 tokens (8000 bytes of request): the second message alone passes it
+    const rt = new dx.Runtime(await makeAgent(dx, adapter, base, dir,
+      { compaction: { contextWindowTokens: 2000, keepPct: 10 } }), { workers: 2 });
+    try {
+      const sid = await rt.startSession();
+      await rt.send(sid, u('compact1'));
+      await rt.waitIdle(sid, { timeoutMs: 60000 });
+      assert.deepEqual(texts(await rt.snapshot(sid)), ['First answer.']);
+      await rt.send(sid, `${u('compact2')} ${'padding '.repeat(1000)}`);
+      await rt.waitIdle(sid, { timeoutMs: 60000 });
+      const snap = await rt.snapshot(sid);
+      assert.equal(snap.turn.status, 'idle');
+      assert.equal(snap.summary && snap.summary.text, `Summary ${tag}: the first answer.`);
+      assert.ok(texts(snap).includes('Second answer.'));
+      // the model call after the compaction got the summary instead of the first turn
+      const journal = await (await fetch(`${base}/__aimock/journal`)).json();
+      const after = (Array.isArray(journal) ? journal : journal.entries || []).map((e) => JSON.stringify(e.body || e))
+        .filter((b) => b.includes(u('compact2')) && !b.includes('Summarize the conversation below'));
+      assert.ok(after.length >= 1, 'the second turn reached the model');
+      assert.ok(after.every((b) => b.includes(`Summary ${tag}`) && !b.includes('First answer.')),
+        'the second turn sees the summary, not the summarized messages');
     } finally {
       await rt.close({ timeoutMs: 5000 });
     }
