@@ -2,7 +2,8 @@
 // same scenarios for every adapter, each a real session with the real
 // framework package against the mock LLM server @copilotkit/aimock
 // (127.0.0.1, a free port, one server for all):
-//   a turn with a read tool; two parallel tool calls that run as parallel
+//   a turn with a read tool; nine turns in one session (past the ADK
+//   adapter's folding of its state entries); two parallel tool calls that run as parallel
 //   Steps (each tool waits for the other to start); a write that needs
 //   approval and runs once; a reject with a note that reaches the model; a
 //   read that the framework's own approval flag gates (for LangGraph, which
@@ -40,6 +41,8 @@ function fixtures(tag) {
   return [
     { match: { userMessage: u('read'), hasToolResult: true }, response: { content: 'The weather is sunny.' } },
     { match: { userMessage: u('read') }, response: calls(['get_weather', { city: 'Paris' }]) },
+    { match: { userMessage: u('long'), hasToolResult: true }, response: { content: 'Noted.' } },
+    { match: { userMessage: u('long') }, response: calls(['get_weather', { city: 'Nice' }]) },
     { match: { userMessage: u('parallel'), hasToolResult: true }, response: { content: 'Both done.' } },
     { match: { userMessage: u('parallel') }, response: calls(['get_weather', { city: 'Rome', sync: true }], ['get_time', { tz: 'CET', sync: true }]) },
     { match: { userMessage: u('cancel'), hasToolResult: true }, response: { content: 'Order 7 is cancelled.' } },
@@ -115,6 +118,12 @@ function runs(dir) {
   return { lines, n };
 }
 
+/** The request bodies aimock received, oldest first, as JSON text. */
+async function requests() {
+  const journal = await (await fetch(`${base}/__aimock/journal`)).json();
+  return (Array.isArray(journal) ? journal : journal.entries || []).map((e) => JSON.stringify(e.body || e));
+}
+
 const texts = (snap) => snap.messages.filter((m) => m.role === 'model' && m.text).map((m) => m.text);
 const toolMsgs = (snap) => snap.messages.filter((m) => m.role === 'tool');
 
@@ -157,6 +166,16 @@ for (const adapter of selected) {
         assert.equal(runs(dir).n('get_weather'), 1);
         const steps = (await rt.call(sid, 'snapshot', {})).turn;
         assert.equal(steps.status, 'idle');
+      });
+
+      await t.test('nine turns (eighteen segments) in one session: the model sees every earlier result', async () => {
+        const sid = await session();
+        for (let i = 0; i < 9; i++) await turn(sid, u('long'));
+        const snap = await rt.snapshot(sid);
+        assert.equal(texts(snap).length, 9);
+        assert.equal(toolMsgs(snap).filter((m) => m.status === 'ok' && m.output === 'sunny in Nice').length, 9);
+        const last = (await requests()).filter((b) => b.includes(u('long'))).at(-1);
+        assert.equal(last.split('sunny in Nice').length - 1, 9, 'each result once in the last model call');
       });
 
       await t.test('two parallel tool calls run as parallel Steps', async () => {
@@ -281,9 +300,8 @@ for (const adapter of selected) {
       assert.equal(snap.summary && snap.summary.text, `Summary ${tag}: the first answer.`);
       assert.ok(texts(snap).includes('Second answer.'));
       // the model call after the compaction got the summary instead of the first turn
-      const journal = await (await fetch(`${base}/__aimock/journal`)).json();
-      const after = (Array.isArray(journal) ? journal : journal.entries || []).map((e) => JSON.stringify(e.body || e))
-        .filter((b) => b.includes(u('compact2')) && !b.includes('Summarize the conversation below'));
+      const after = (await requests()).filter((b) => b.includes(u('compact2'))
+        && !b.includes('Summarize the conversation below'));
       assert.ok(after.length >= 1, 'the second turn reached the model');
       assert.ok(after.every((b) => b.includes(`Summary ${tag}`) && !b.includes('First answer.')),
         'the second turn sees the summary, not the summarized messages');

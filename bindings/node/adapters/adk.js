@@ -129,10 +129,31 @@ function adkHarness(options) {
     })('dex_built_in_tools');
   }
 
+  /** The reply's items: each new model event verbatim, with its calls that have no response. */
+  async function replyItems(added) {
+    const answered = new Set(added.flatMap((e) => partsOf(e).filter((p) => p.functionResponse)
+      .map((p) => p.functionResponse.id)));
+    const items = [];
+    for (const e of added.filter((x) => x.author !== 'user' && partsOf(x).length)) {
+      const parts = partsOf(e);
+      const calls = parts.filter((p) => p.functionCall && !answered.has(p.functionCall.id)).map((p) => p.functionCall);
+      items.push({ item: e, text: parts.filter((p) => p.text && !p.thought).map((p) => p.text).join(''),
+        reasoning: parts.filter((p) => p.text && p.thought).map((p) => p.text).join(''),
+        toolCalls: await Promise.all(calls.map(proposed)) });
+    }
+    if (!items.length) { // an error ADK recorded as an event (errorCode), or nothing at all
+      const failed = added.find((e) => e.errorCode);
+      throw Object.assign(new Error(failed ? `${failed.errorCode}: ${failed.errorMessage || 'the model failed'}`
+        : 'the agent added no model event'), { retryable: true });
+    }
+    return items;
+  }
+
   async function runSegment(req) {
     const adk = await peer('@google/adk');
     const newMessage = newContent(req.newMessages);
     if (!newMessage.parts.length) throw new Error('adkHarness: nothing new for the agent');
+    // the session as the last committed segment left it, in memory
     const sessions = new adk.InMemorySessionService();
     const ids = { appName, userId: USER, sessionId: req.sessionId };
     const session = await sessions.createSession(ids);
@@ -147,22 +168,8 @@ function adkHarness(options) {
       for (const p of partsOf(ev)) if (p.text) req.emitDelta(p.text, p.thought ? 'reasoning' : 'text');
     }
     if (req.signal.aborted) throw Object.assign(new Error('aborted'), { name: 'AbortError' });
-    const after = await sessions.getSession(ids);
-    const added = JSON.parse(JSON.stringify(after.events.slice(stored.length)));
-    const answered = new Set(added.flatMap((e) => partsOf(e).filter((p) => p.functionResponse).map((p) => p.functionResponse.id)));
-    const items = [];
-    for (const e of added.filter((x) => x.author !== 'user' && partsOf(x).length)) {
-      const parts = partsOf(e);
-      const calls = parts.filter((p) => p.functionCall && !answered.has(p.functionCall.id)).map((p) => p.functionCall);
-      items.push({ item: e, text: parts.filter((p) => p.text && !p.thought).map((p) => p.text).join(''),
-        reasoning: parts.filter((p) => p.text && p.thought).map((p) => p.text).join(''),
-        toolCalls: await Promise.all(calls.map(proposed)) });
-    }
-    if (!items.length) { // an error ADK recorded as an event (errorCode), or nothing at all
-      const failed = added.find((e) => e.errorCode);
-      throw Object.assign(new Error(failed ? `${failed.errorCode}: ${failed.errorMessage || 'the model failed'}`
-        : 'the agent added no model event'), { retryable: true });
-    }
+    const added = JSON.parse(JSON.stringify((await sessions.getSession(ids)).events.slice(stored.length)));
+    const items = await replyItems(added);
     const stopped = items.some((i) => i.toolCalls.length);
     const last = added.filter((e) => e.finishReason).at(-1);
     const fold = req.stateEntries.length >= FOLD_AFTER;

@@ -53,6 +53,13 @@ function toModelMessages(req) {
   return out;
 }
 
+/** The messages a summary is made of: their text only (no tool calls or results). */
+function summaryMessages(req) {
+  return toModelMessages(req).filter((m) => m.role !== 'tool').map((m) => (m.role === 'assistant'
+    ? { role: 'assistant', content: (Array.isArray(m.content) ? m.content : []).filter((p) => p.type === 'text') }
+    : m)).filter((m) => typeof m.content === 'string' || m.content.length);
+}
+
 /** The reply's items: each response message with its text, reasoning and calls. */
 async function replyItems(messages, policies) {
   const items = [];
@@ -139,9 +146,7 @@ function aiSdkHarness(options) {
     const { generateText } = await peer('ai');
     const r = await generateText({ model: o.model, maxRetries: 0, abortSignal: req.signal,
       system: req.instructions || 'Summarize the conversation.',
-      messages: toModelMessages(req).filter((m) => m.role !== 'tool').map((m) => (m.role === 'assistant'
-        ? { role: 'assistant', content: (Array.isArray(m.content) ? m.content : []).filter((p) => p.type === 'text') }
-        : m)).filter((m) => typeof m.content === 'string' || m.content.length) });
+      messages: summaryMessages(req) });
     return { item: { role: 'assistant', content: r.text }, text: r.text, usage: usageOf(r.usage) };
   }
 
@@ -151,4 +156,4 @@ function aiSdkHarness(options) {
   return h;
 }
 
-module.exports = { aiSdkHarness, toModelMessages };
+module.exports = { aiSdkHarness, toModelMessages, summaryMessages };

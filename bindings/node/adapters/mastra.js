@@ -7,12 +7,13 @@
 // (CallTool, CallSingleAttemptTool, after AwaitToolApproval when it needs
 // approval); the next segment gets the recorded results as tool messages.
 // The transcript is Dex's: each step is stored as an AI SDK message (its
-// parts and provider metadata as streamed) and rebuilt each segment (Mastra memory is not used), so
-// Dex compaction works (summarize runs agent.generate without tools).
+// parts and provider metadata as streamed) and the messages are rebuilt
+// each segment (Mastra memory is not used), so Dex compaction works
+// (summarize runs agent.generate without tools).
 const { Harness } = require('../lib/agent');
 const { checkOptions } = require('../lib/values');
 const { toolPolicy, dexTool, usageOf, finishReasonOf } = require('./_common');
-const { toModelMessages } = require('./ai-sdk');
+const { toModelMessages, summaryMessages } = require('./ai-sdk');
 
 // Dex's own tools: offered to Mastra as client tools; their calls wait durably in the flow.
 const BUILT_IN = new Set(['ask_user', 'durable_wait', 'write_todos']);
@@ -38,7 +39,6 @@ function stepCollector() {
     return s.open.get(key);
   };
   return {
-    steps,
     add(c) {
       const p = c.payload || {};
       const kind = c.type.startsWith('reasoning-') ? 'reasoning' : 'text';
@@ -149,10 +149,8 @@ async function mastraHarness(options) {
   }
 
   async function summarize(req) {
-    const messages = toModelMessages(req).filter((m) => m.role !== 'tool').map((m) => (m.role === 'assistant'
-      ? { role: 'assistant', content: (Array.isArray(m.content) ? m.content : []).filter((p) => p.type === 'text') }
-      : m)).filter((m) => typeof m.content === 'string' || m.content.length);
-    const r = await o.agent.generate(messages, { instructions: req.instructions || 'Summarize the conversation.',
+    const r = await o.agent.generate(summaryMessages(req), {
+      instructions: req.instructions || 'Summarize the conversation.',
       abortSignal: req.signal, toolChoice: 'none', activeTools: [] });
     return { item: { role: 'assistant', content: [{ type: 'text', text: r.text }] }, text: r.text,
       usage: usageOf(r.usage) };

@@ -170,42 +170,62 @@ function openAIAgentsHarness(options) {
     return call;
   }
 
+  /** The interrupted run of the turn, approved (or rejected) with the recorded
+   * results, when the new messages are exactly those results; else null. */
+  async function resumed(sdk, req, clones, recorded) {
+    const s = req.state && typeof req.state === 'object' ? req.state : {};
+    const fresh = req.newMessages;
+    if (!s.runState || !fresh.length || !fresh.every((m) => m.role === 'tool')) return null;
+    const state = await sdk.RunState.fromString(clones.get(o.agent), s.runState);
+    for (const m of fresh) recorded.set(m.callId, m);
+    const pending = state.getInterruptions();
+    if (!pending.length || !pending.every((i) => recorded.has(i.rawItem.callId))) return null;
+    for (const i of pending) {
+      const m = recorded.get(i.rawItem.callId);
+      if (m.status === 'rejected') state.reject(i, { message: resultText(m) });
+      else state.approve(i);
+    }
+    const so = new sdk.RunResult(state); // what the run had before this segment
+    return { state, items: so.newItems.length, responses: so.rawResponses.length };
+  }
+
+  /** The segment's reply items: the SDK's new output items, verbatim. */
+  async function replyItems(sdk, result, from, recorded) {
+    const pendingIds = new Set();
+    for (const i of result.interruptions || []) {
+      if (!i.rawItem || i.rawItem.type !== 'function_call') {
+        throw new Error(`openAIAgentsHarness: ${i.rawItem && i.rawItem.type} needs approval inside the SDK; ` +
+          'only function tools leave the segment');
+      }
+      pendingIds.add(i.rawItem.callId);
+    }
+    const items = [];
+    for (const it of result.newItems.slice(from)) {
+      if (it.type === 'tool_approval_item') continue;
+      const raw = it.rawItem;
+      if (it.type === 'tool_call_output_item' && recorded.has(raw.callId)) continue; // Dex's record
+      const toolCalls = raw.type === 'function_call' && pendingIds.has(raw.callId) ? [await proposed(sdk, raw)] : [];
+      items.push({ item: raw, text: textOf(raw), reasoning: reasoningOf(raw), toolCalls });
+    }
+    if (!items.length) items.push({ item: { type: 'message', role: 'assistant', status: 'completed', content: [] } });
+    return { items, stopped: pendingIds.size > 0 };
+  }
+
   async function runSegment(req) {
     const sdk = await peer('@openai/agents');
     const recorded = new Map();
     const builtIns = req.tools.filter((t) => BUILT_IN.has(t.name) && !fnTools.has(t.name));
     const clones = standIns(sdk, recorded, builtIns);
-    const byName = (n) => [...clones.values()].find((c) => c.name === n) || clones.get(o.agent);
     const runner = o.runner || (defaultRunner = defaultRunner || new sdk.Runner());
-    const s = req.state && typeof req.state === 'object' ? req.state : {};
-    const fresh = req.newMessages;
-    let input = null;
-    let before = 0;
-    let responsesBefore = 0;
-    if (s.runState && fresh.length && fresh.every((m) => m.role === 'tool')) {
-      // the turn goes on: the interrupted run resumes with the recorded results
-      const state = await sdk.RunState.fromString(clones.get(o.agent), s.runState);
-      for (const m of fresh) recorded.set(m.callId, m);
-      const pending = state.getInterruptions();
-      if (pending.length && pending.every((i) => recorded.has(i.rawItem.callId))) {
-        for (const i of pending) {
-          const m = recorded.get(i.rawItem.callId);
-          if (m.status === 'rejected') state.reject(i, { message: resultText(m) });
-          else state.approve(i);
-        }
-        const so = new sdk.RunResult(state);
-        before = so.newItems.length;
-        responsesBefore = so.rawResponses.length;
-        input = state;
-      }
-    }
-    const agent = input ? clones.get(o.agent) : byName(s.agent);
-    if (!input) input = toAgentInput(req); // a turn starts: the stored transcript
-    const result = await runner.run(agent, input, { stream: true, signal: req.signal,
-      ...(o.maxTurns ? { maxTurns: o.maxTurns } : {}) });
+    const resume = await resumed(sdk, req, clones, recorded);
+    // a turn that starts runs on the stored transcript, with the agent the last turn ended with
+    const current = (req.state && req.state.agent) || o.agent.name;
+    const agent = resume ? clones.get(o.agent)
+      : [...clones.values()].find((c) => c.name === current) || clones.get(o.agent);
+    const result = await runner.run(agent, resume ? resume.state : toAgentInput(req), { stream: true,
+      signal: req.signal, ...(o.maxTurns ? { maxTurns: o.maxTurns } : {}) });
     for await (const ev of result) {
-      if (ev.type !== 'raw_model_stream_event') continue;
-      const d = ev.data;
+      const d = ev.type === 'raw_model_stream_event' ? ev.data : {};
       if (d.type === 'output_text_delta' && d.delta) req.emitDelta(d.delta);
       else if (d.type === 'model' && d.event && /reasoning.*text\.delta$/.test(d.event.type || '') && d.event.delta) {
         req.emitDelta(d.event.delta, 'reasoning');
@@ -214,28 +234,12 @@ function openAIAgentsHarness(options) {
     await result.completed;
     if (result.error) throw result.error;
     if (req.signal.aborted || result.cancelled) throw Object.assign(new Error('aborted'), { name: 'AbortError' });
-    const interruptions = result.interruptions || [];
-    const pendingIds = new Set();
-    for (const i of interruptions) {
-      if (!i.rawItem || i.rawItem.type !== 'function_call') {
-        throw new Error(`openAIAgentsHarness: ${i.rawItem && i.rawItem.type} needs approval inside the SDK; only function tools leave the segment`);
-      }
-      pendingIds.add(i.rawItem.callId);
-    }
-    const items = [];
-    for (const it of result.newItems.slice(before)) {
-      if (it.type === 'tool_approval_item') continue;
-      const raw = it.rawItem;
-      if (it.type === 'tool_call_output_item' && recorded.has(raw.callId)) continue; // Dex's record
-      const toolCalls = raw.type === 'function_call' && pendingIds.has(raw.callId) ? [await proposed(sdk, raw)] : [];
-      items.push({ item: raw, text: textOf(raw), reasoning: reasoningOf(raw), toolCalls });
-    }
-    if (!items.length) items.push({ item: { type: 'message', role: 'assistant', status: 'completed', content: [] }, text: '' });
+    const { items, stopped } = await replyItems(sdk, result, resume ? resume.items : 0, recorded);
     const last = result.lastAgent || result.currentAgent;
     const state = { agent: last ? last.name : o.agent.name };
-    if (pendingIds.size) state.runState = result.state.toString();
-    return { items, usage: segmentUsage(result.rawResponses.slice(responsesBefore)),
-      finishReason: pendingIds.size ? 'tool_calls' : 'stop', state };
+    if (stopped) state.runState = result.state.toString();
+    return { items, usage: segmentUsage(result.rawResponses.slice(resume ? resume.responses : 0)),
+      finishReason: stopped ? 'tool_calls' : 'stop', state };
   }
 
   async function summarize(req) {
