@@ -120,6 +120,23 @@ async function openAIAgents(base, dir) {
     approvals: { slow_write: false } });
 }
 
+/** The OpenAI Agents SDK with a handoff: a triage agent that hands the turn to
+ * an agent owning the tools (through handoff(), so the Handoff object is kept). */
+export async function openAIAgentsHandoff(dx, base, dir) {
+  const { Agent, Runner, OpenAIProvider, tool, handoff } = await import('@openai/agents');
+  const { openAIAgentsHarness } = require('dexagents/adapters/openai-agents');
+  const bodies = toolBodies(dir);
+  const weather = tool({ name: 'get_weather', description: DESCRIPTIONS.get_weather,
+    parameters: SCHEMAS.get_weather, strict: false, execute: (args) => bodies.get_weather(args) });
+  const expert = new Agent({ name: 'expert', instructions: 'You are the weather expert.', model: 'gpt-test', tools: [weather] });
+  const triage = new Agent({ name: 'triage', instructions: 'You are the triage agent.', model: 'gpt-test',
+    handoffs: [handoff(expert)] });
+  const runner = new Runner({ tracingDisabled: true,
+    modelProvider: new OpenAIProvider({ apiKey: 'test', baseURL: `${base}/v1` }) });
+  const h = openAIAgentsHarness({ agent: triage, runner, effects: { get_weather: 'read' } });
+  return new dx.Agent({ models: [h], tools: h.tools });
+}
+
 async function mastra(base, dir) {
   const { Agent } = await import('@mastra/core/agent');
   const { createTool } = await import('@mastra/core/tools');

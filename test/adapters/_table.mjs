@@ -13,7 +13,8 @@
 //   framework's state kept by the session; for the adapters that offer
 //   Dex's built-in tools to their framework, ask_user answered durably; and,
 //   where the transcript is Dex's, Dex compaction through the framework (the
-//   summary call, then a model call that gets the summary).
+//   summary call, then a model call that gets the summary); for the OpenAI
+//   Agents SDK, a handoff (the next agent's tool runs in its own Step).
 // Each tool appends to a file before it runs, so the counts are the tool's.
 // Run by frameworks.sh with Node 22 from the build folder (ADAPTERS may
 // name a subset: "langgraph,ai-sdk-openai").
@@ -25,7 +26,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { ADAPTERS, BUILT_INS, COMPACTS, makeAgent } from './_defs.mjs';
+import { ADAPTERS, BUILT_INS, COMPACTS, makeAgent, openAIAgentsHandoff } from './_defs.mjs';
 
 const require = createRequire(import.meta.url);
 const dx = require('dexagents');
@@ -66,6 +67,10 @@ function fixtures(tag) {
     { match: { userMessage: u('compact1'), systemMessage: 'Summarize the conversation below' }, response: { content: `Summary ${tag}: the first answer.` } },
     { match: { userMessage: u('compact1') }, response: { content: 'First answer.' } },
     { match: { userMessage: u('compact2') }, response: { content: 'Second answer.' } },
+    // the OpenAI Agents SDK's handoff: triage hands over, the expert calls its tool
+    { match: { userMessage: u('handoff'), systemMessage: 'weather expert', toolResultContains: 'sunny' }, response: { content: 'The expert answered.' } },
+    { match: { userMessage: u('handoff'), systemMessage: 'weather expert' }, response: calls(['get_weather', { city: 'Bergen' }]) },
+    { match: { userMessage: u('handoff') }, response: calls(['transfer_to_expert', {}]) },
     { match: { userMessage: u('restart'), hasToolResult: true }, response: { content: 'Order 11 is cancelled.' } },
     { match: { userMessage: u('restart') }, response: calls(['cancel_order', { id: 11 }]) },
   ];
@@ -305,6 +310,22 @@ for (const adapter of selected) {
       assert.ok(after.length >= 1, 'the second turn reached the model');
       assert.ok(after.every((b) => b.includes(`Summary ${tag}`) && !b.includes('First answer.')),
         'the second turn sees the summary, not the summarized messages');
+    } finally {
+      await rt.close({ timeoutMs: 5000 });
+    }
+  });
+
+  if (adapter === 'openai-agents') test(`${adapter}: a handoff inside the segment, the next agent's tool in its Step`, { timeout: 120000 }, async () => {
+    const dir = fs.mkdtempSync(path.join(tmp, `${adapter}-handoff-`));
+    const rt = new dx.Runtime(await openAIAgentsHandoff(dx, base, dir), { workers: 2 });
+    try {
+      const sid = await rt.startSession();
+      await rt.send(sid, u('handoff'));
+      await rt.waitIdle(sid, { timeoutMs: 60000 });
+      const snap = await rt.snapshot(sid);
+      assert.deepEqual(toolMsgs(snap).map((m) => [m.name, m.status, m.output]), [['get_weather', 'ok', 'sunny in Bergen']]);
+      assert.deepEqual(texts(snap), ['The expert answered.']);
+      assert.equal(runs(dir).n('get_weather'), 1);
     } finally {
       await rt.close({ timeoutMs: 5000 });
     }
