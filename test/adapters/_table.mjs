@@ -2,14 +2,19 @@
 // same scenarios for every adapter, each a real session with the real
 // framework package against the mock LLM server @copilotkit/aimock
 // (127.0.0.1, a free port, one server for all):
-//   a turn with a read tool; two parallel tool calls that run as parallel
+//   a turn with a read tool; nine turns in one session (past the ADK
+//   adapter's folding of its state entries); two parallel tool calls that run as parallel
 //   Steps (each tool waits for the other to start); a write that needs
 //   approval and runs once; a reject with a note that reaches the model; a
-//   queued message; Steer; Stop; kill -9 of the worker process after one of
+//   read that the framework's own approval flag gates (for LangGraph, which
+//   has none, the adapter's option); a queued message; Steer; Stop; kill -9 of the worker process after one of
 //   two tools finished (the read is not run again, the write never twice);
 //   a restart on a second process that continues the turn from the
-//   framework's state kept by the session; and, for the adapters that offer
-//   Dex's built-in tools to their framework, ask_user answered durably.
+//   framework's state kept by the session; for the adapters that offer
+//   Dex's built-in tools to their framework, ask_user answered durably; and,
+//   where the transcript is Dex's, Dex compaction through the framework (the
+//   summary call, then a model call that gets the summary); for the OpenAI
+//   Agents SDK, a handoff (the next agent's tool runs in its own Step).
 // Each tool appends to a file before it runs, so the counts are the tool's.
 // Run by frameworks.sh with Node 22 from the build folder (ADAPTERS may
 // name a subset: "langgraph,ai-sdk-openai").
@@ -21,7 +26,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { ADAPTERS, BUILT_INS, makeAgent } from './_defs.mjs';
+import { ADAPTERS, BUILT_INS, COMPACTS, makeAgent, openAIAgentsHandoff } from './_defs.mjs';
 
 const require = createRequire(import.meta.url);
 const dx = require('dexagents');
@@ -37,6 +42,8 @@ function fixtures(tag) {
   return [
     { match: { userMessage: u('read'), hasToolResult: true }, response: { content: 'The weather is sunny.' } },
     { match: { userMessage: u('read') }, response: calls(['get_weather', { city: 'Paris' }]) },
+    { match: { userMessage: u('long'), hasToolResult: true }, response: { content: 'Noted.' } },
+    { match: { userMessage: u('long') }, response: calls(['get_weather', { city: 'Nice' }]) },
     { match: { userMessage: u('parallel'), hasToolResult: true }, response: { content: 'Both done.' } },
     { match: { userMessage: u('parallel') }, response: calls(['get_weather', { city: 'Rome', sync: true }], ['get_time', { tz: 'CET', sync: true }]) },
     { match: { userMessage: u('cancel'), hasToolResult: true }, response: { content: 'Order 7 is cancelled.' } },
@@ -54,6 +61,16 @@ function fixtures(tag) {
     { match: { userMessage: u('crash') }, response: calls(['get_weather', { city: 'Lima' }], ['slow_write', { what: 'x' }]) },
     { match: { userMessage: u('ask'), toolResultContains: 'blue' }, response: { content: 'Blue it is.' } },
     { match: { userMessage: u('ask') }, response: calls(['ask_user', { prompt: 'Which color?' }]) },
+    { match: { userMessage: u('vault'), hasToolResult: true }, response: { content: 'Vault opened.' } },
+    { match: { userMessage: u('vault') }, response: calls(['open_vault', { id: 1 }]) },
+    // Dex compaction's summary call comes first: its system message is the compaction prompt
+    { match: { userMessage: u('compact1'), systemMessage: 'Summarize the conversation below' }, response: { content: `Summary ${tag}: the first answer.` } },
+    { match: { userMessage: u('compact1') }, response: { content: 'First answer.' } },
+    { match: { userMessage: u('compact2') }, response: { content: 'Second answer.' } },
+    // the OpenAI Agents SDK's handoff: triage hands over, the expert calls its tool
+    { match: { userMessage: u('handoff'), systemMessage: 'weather expert', toolResultContains: 'sunny' }, response: { content: 'The expert answered.' } },
+    { match: { userMessage: u('handoff'), systemMessage: 'weather expert' }, response: calls(['get_weather', { city: 'Bergen' }]) },
+    { match: { userMessage: u('handoff') }, response: calls(['transfer_to_expert', {}]) },
     { match: { userMessage: u('restart'), hasToolResult: true }, response: { content: 'Order 11 is cancelled.' } },
     { match: { userMessage: u('restart') }, response: calls(['cancel_order', { id: 11 }]) },
   ];
@@ -106,6 +123,12 @@ function runs(dir) {
   return { lines, n };
 }
 
+/** The request bodies aimock received, oldest first, as JSON text. */
+async function requests() {
+  const journal = await (await fetch(`${base}/__aimock/journal`)).json();
+  return (Array.isArray(journal) ? journal : journal.entries || []).map((e) => JSON.stringify(e.body || e));
+}
+
 const texts = (snap) => snap.messages.filter((m) => m.role === 'model' && m.text).map((m) => m.text);
 const toolMsgs = (snap) => snap.messages.filter((m) => m.role === 'tool');
 
@@ -150,6 +173,16 @@ for (const adapter of selected) {
         assert.equal(steps.status, 'idle');
       });
 
+      await t.test('nine turns (eighteen segments) in one session: the model sees every earlier result', async () => {
+        const sid = await session();
+        for (let i = 0; i < 9; i++) await turn(sid, u('long'));
+        const snap = await rt.snapshot(sid);
+        assert.equal(texts(snap).length, 9);
+        assert.equal(toolMsgs(snap).filter((m) => m.status === 'ok' && m.output === 'sunny in Nice').length, 9);
+        const last = (await requests()).filter((b) => b.includes(u('long'))).at(-1);
+        assert.equal(last.split('sunny in Nice').length - 1, 9, 'each result once in the last model call');
+      });
+
       await t.test('two parallel tool calls run as parallel Steps', async () => {
         const sid = await session();
         const snap = await turn(sid, u('parallel'));
@@ -183,6 +216,20 @@ for (const adapter of selected) {
         assert.equal(toolMsgs(snap)[0].status, 'rejected');
         assert.deepEqual(texts(snap), ['Understood: too late.']);
         assert.equal(runs(dir).n('cancel_order'), before);
+      });
+
+      await t.test("a read that the framework's approval flag gates waits for approval", async () => {
+        const sid = await session();
+        await rt.send(sid, u('vault'));
+        const p = await pendingOf(sid);
+        assert.equal(p.name, 'open_vault');
+        assert.equal(runs(dir).n('open_vault'), 0, 'not before the approval');
+        await rt.approve(sid, p.callId);
+        await rt.waitIdle(sid, { timeoutMs: 60000 });
+        const snap = await rt.snapshot(sid);
+        assert.deepEqual(toolMsgs(snap).map((m) => [m.name, m.status, m.output]), [['open_vault', 'ok', 'vault 1 open']]);
+        assert.deepEqual(texts(snap), ['Vault opened.']);
+        assert.equal(runs(dir).n('open_vault'), 1);
       });
 
       await t.test('a message sent during a turn waits in the queue', async () => {
@@ -235,6 +282,50 @@ for (const adapter of selected) {
         await rt.waitIdle(sid, { timeoutMs: 60000 });
         assert.deepEqual(texts(await rt.snapshot(sid)), ['Blue it is.']);
       });
+    } finally {
+      await rt.close({ timeoutMs: 5000 });
+    }
+  });
+
+  // only where the transcript is Dex's (the adapter has a summarize)
+  if (COMPACTS.has(adapter)) test(`${adapter}: Dex compaction summarizes through the framework`, { timeout: 120000 }, async () => {
+    const dir = fs.mkdtempSync(path.join(tmp, `${adapter}-compact-`));
+    // a window of 2000 tokens (8000 bytes of request): the second message alone passes it
+    const rt = new dx.Runtime(await makeAgent(dx, adapter, base, dir,
+      { compaction: { contextWindowTokens: 2000, keepPct: 10 } }), { workers: 2 });
+    try {
+      const sid = await rt.startSession();
+      await rt.send(sid, u('compact1'));
+      await rt.waitIdle(sid, { timeoutMs: 60000 });
+      assert.deepEqual(texts(await rt.snapshot(sid)), ['First answer.']);
+      await rt.send(sid, `${u('compact2')} ${'padding '.repeat(1000)}`);
+      await rt.waitIdle(sid, { timeoutMs: 60000 });
+      const snap = await rt.snapshot(sid);
+      assert.equal(snap.turn.status, 'idle');
+      assert.equal(snap.summary && snap.summary.text, `Summary ${tag}: the first answer.`);
+      assert.ok(texts(snap).includes('Second answer.'));
+      // the model call after the compaction got the summary instead of the first turn
+      const after = (await requests()).filter((b) => b.includes(u('compact2'))
+        && !b.includes('Summarize the conversation below'));
+      assert.ok(after.length >= 1, 'the second turn reached the model');
+      assert.ok(after.every((b) => b.includes(`Summary ${tag}`) && !b.includes('First answer.')),
+        'the second turn sees the summary, not the summarized messages');
+    } finally {
+      await rt.close({ timeoutMs: 5000 });
+    }
+  });
+
+  if (adapter === 'openai-agents') test(`${adapter}: a handoff inside the segment, the next agent's tool in its Step`, { timeout: 120000 }, async () => {
+    const dir = fs.mkdtempSync(path.join(tmp, `${adapter}-handoff-`));
+    const rt = new dx.Runtime(await openAIAgentsHandoff(dx, base, dir), { workers: 2 });
+    try {
+      const sid = await rt.startSession();
+      await rt.send(sid, u('handoff'));
+      await rt.waitIdle(sid, { timeoutMs: 60000 });
+      const snap = await rt.snapshot(sid);
+      assert.deepEqual(toolMsgs(snap).map((m) => [m.name, m.status, m.output]), [['get_weather', 'ok', 'sunny in Bergen']]);
+      assert.deepEqual(texts(snap), ['The expert answered.']);
+      assert.equal(runs(dir).n('get_weather'), 1);
     } finally {
       await rt.close({ timeoutMs: 5000 });
     }

