@@ -7,7 +7,8 @@ const errors = require('./lib/errors');
 const { native, LibraryNotFoundError } = require('./lib/native');
 const { Model, Tool, tool, ToolResult, ToolEffect, BuiltInTool, McpToolSource, Agent } = require('./lib/agent');
 const { Runtime, Event, runtimeOptions } = require('./lib/runtime');
-const { CallKind, MemoryAttributes, Result, Task, RawJSON, dispatch } = require('./lib/host');
+const { CallKind, MemoryAttributes, Result, Task, RawJSON, WaitEvaluation, dispatch, evaluateWait } =
+  require('./lib/host');
 
 /** The version of the loaded C library ("1.1.0"). */
 const version = () => native().version();
@@ -23,7 +24,7 @@ module.exports = {
   version, loadLibrary, LibraryNotFoundError,
   Model, Tool, tool, ToolResult, ToolEffect, BuiltInTool, McpToolSource, Agent,
   Runtime, Event, runtimeOptions,
-  CallKind, MemoryAttributes, Result, Task, RawJSON, dispatch,
+  CallKind, MemoryAttributes, Result, Task, RawJSON, WaitEvaluation, dispatch, evaluateWait,
   CODES, ErrorClass, errorName, errorClass, exceptionClass, errorFor, strerror,
   ...classes,
   // Earlier names: tool effects and built-in tool flags as numbers.

@@ -114,7 +114,7 @@ class BindingsTest(unittest.TestCase):
             self.skipTest("no C compiler")
         structs = {
             "dexa_agent_def": "", "dexa_runtime_options": "", "dexa_model_vtable": "",
-            "dexa_tool_source_vtable": "", "dexa_call": "",
+            "dexa_tool_source_vtable": "", "dexa_call": "", "dexa_wait_state": "",
         }
         lines = ["#include <dexagents/dexagents.h>", "#include <stdio.h>", "#include <stddef.h>",
                  "int main(void) {"]
