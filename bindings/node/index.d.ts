@@ -44,6 +44,11 @@ export declare function errorName(errno: number): string;
 export declare function errorClass(errno: number): number;
 /** The library's static description of an error number. */
 export declare function strerror(errno: number): string;
+/** The error number a thrown value stands for when a JavaScript model or harness throws
+ * it: a DexaError's own; by `isRetryable`/`retryable` or an HTTP status (429 rate limited,
+ * 408/409/5xx transient, 401/403 auth, other 4xx a model error); an abort a timeout; a
+ * network failure transient; anything else DEXA_E_MODEL (the turn fails, no retry). */
+export declare function errorCode(error: unknown): number;
 /** The error class to throw for a number: the code's own, else its error class's. */
 export declare function exceptionClass(errno: number): typeof DexaError;
 /** A new error of the right subclass for a number. */
@@ -139,12 +144,141 @@ export declare class Model {
    * options such as {api_key, base_url, timeout_ms} (dexa_model_client_new(3)); an unknown
    * key throws UnknownKeyError. */
   static client(name: string, options?: Record<string, unknown> | string): Model;
+  /** The Claude Code harness (dexa_harness_claude_code_new). */
+  static claudeCode(name?: string, options?: Record<string, unknown> | string): Model;
   /** demo() for 'mock/...' names, else client() with default options. */
   static named(name: string): Model;
+  /** A model written in JavaScript, called for each RunModel Step (dexagents-harness(7)):
+   * generate returns (or resolves to) the reply; a throw is an error that retries or
+   * fails the turn by its kind (errorCode()). timeoutMs: how long a worker waits for one
+   * call (default 15 minutes). */
+  static fromFunction(name: string, generate: (request: ModelRequest) => ModelReply | Promise<ModelReply>,
+    options?: { timeoutMs?: number }): Model;
   /** The model's name. */
   readonly name: string;
   /** The addon's handle. */
   readonly handle: unknown;
+}
+
+/** A tool call a model or harness proposes; it runs in its own Step. */
+export interface ProposedToolCall {
+  /** Unique within the reply. */
+  callId: string;
+  name: string;
+  /** A JSON object. */
+  arguments?: Record<string, unknown>;
+  /** From the framework's own tool metadata: wins over the tool's policy for this call. */
+  effect?: ToolEffectValue;
+  /** From the framework's own tool metadata: the call waits for a person's approval. */
+  approval?: boolean;
+}
+
+/** One output item, stored verbatim and replayed as it is, with its display text. */
+export interface ReplyItem {
+  /** Any JSON value: the provider's or framework's own message. */
+  item: unknown;
+  text?: string;
+  reasoning?: string;
+  toolCalls?: ProposedToolCall[];
+}
+
+/** The answer of a JavaScript model or harness. Without items, item/text/reasoning/
+ * toolCalls make one item ({type: 'message', role: 'assistant', content, tool_calls}). */
+export interface ModelReply {
+  items?: ReplyItem[];
+  item?: unknown;
+  text?: string;
+  reasoning?: string;
+  toolCalls?: ProposedToolCall[];
+  /** Input tokens include the cached ones and cache writes; output the reasoning ones. */
+  usage?: { inputTokens?: number; outputTokens?: number; cachedInputTokens?: number;
+    cacheWriteTokens?: number; reasoningTokens?: number; costUsd?: number };
+  finishReason?: 'stop' | 'tool_calls' | 'length' | 'content_filter' | 'refusal' | 'other';
+  /** The provider's own word (printable ASCII, at most 47 bytes). */
+  providerFinishReason?: string;
+  /** A harness's new state (any JSON value; null drops it; undefined keeps it). */
+  state?: unknown;
+  /** Entries appended to a harness's state (a transcript that grows). */
+  stateEntries?: unknown[];
+}
+
+/** What a read inside the segment returns. */
+export interface SegmentToolResult {
+  status: 'ok' | 'error' | 'cancelled';
+  output: string;
+  content?: unknown;
+  code?: number;
+}
+
+/** What a JavaScript model or harness gets for one call: the request document
+ * (dexa_model_request_json(3)) in camelCase, plus a harness's state, the new messages, a
+ * stop signal, live deltas and reads inside the segment. */
+export interface ModelRequest {
+  model: string;
+  sessionId: string;
+  turn: number;
+  round: number;
+  attempt: number;
+  instructions: string;
+  planMode?: boolean;
+  /** Stored messages, oldest first (dexagents-flow(7)), camelCase; items as stored. */
+  messages: Array<Record<string, any>>;
+  /** The offered tools: {name, description, parameters, effect, approval}. */
+  tools: Array<Record<string, any>>;
+  /** Dex compaction's summary, when there is one. */
+  summary?: Record<string, any>;
+  /** "compaction" for a summarize call. */
+  purpose?: string;
+  /** A harness's segment: {name, segment, ownsTranscript, runsReads, firstNew, stateEntries}. */
+  harness?: Record<string, any>;
+  /** The request document as the library wrote it. */
+  readonly document: Record<string, any>;
+  /** Index of the first message new for the harness (0 for a model). */
+  firstNewMessage: number;
+  /** The messages stored since the harness's last committed segment. */
+  readonly newMessages: Array<Record<string, any>>;
+  /** The state the harness's last committed segment set (null: none). */
+  state: unknown;
+  /** The entries appended since, oldest first. */
+  stateEntries: unknown[];
+  /** Aborts when the turn is stopped (when the host gives the call a stop: host-driven
+   * stopSignal), or when the worker gives up the call (timeout, runtime closed). */
+  readonly signal: AbortSignal;
+  /** signal.aborted. */
+  readonly cancelled: boolean;
+  /** A live delta to the session's event readers (best effort); false once the call is over. */
+  emitDelta(text: string, kind?: 'text' | 'reasoning'): boolean;
+  /** Runs one of the agent's read tools inside the segment (a harness with runsReads):
+   * at least once, recorded as a segment_tool_call event. Rejects with BadStateError for
+   * a tool that must leave the segment, NotFoundError for one that is not offered. */
+  callTool(name: string, args?: Record<string, unknown>, options?: { callId?: string }): Promise<SegmentToolResult>;
+}
+
+/** Options of a Harness. */
+export interface HarnessOptions {
+  /** The model name sessions select it by. */
+  name: string;
+  /** One segment of the framework. */
+  runSegment: (request: ModelRequest) => ModelReply | Promise<ModelReply>;
+  /** Dex compaction's summary (a request whose purpose is "compaction"). */
+  summarize?: (request: ModelRequest) => ModelReply | Promise<ModelReply>;
+  /** The framework keeps and compacts its own transcript (Dex compaction off). */
+  ownsTranscript?: boolean;
+  /** The framework runs read tools inside the segment (request.callTool). */
+  runsReads?: boolean;
+  /** How long a worker waits for one segment (default 15 minutes). */
+  timeoutMs?: number;
+}
+
+/** A harness written in JavaScript (dexagents-harness(7)): a framework that runs the
+ * model part of a turn, one segment per RunModel Step. A Model: put it in the agent's
+ * models. The adapters (dexagents/adapters/*) return one with its `tools`. */
+export declare class Harness extends Model {
+  constructor(options: HarnessOptions);
+  readonly ownsTranscript: boolean;
+  readonly runsReads: boolean;
+  /** The Dex tools an adapter made of the framework's tools (give them to the agent). */
+  tools?: Tool[];
 }
 
 /** What a tool does outside the session: READ and IDEMPOTENT_WRITE run in CallTool
@@ -606,6 +740,9 @@ export interface DispatchOptions {
   onEvent?: (event: Record<string, unknown>) => void;
   /** Stops waiting for the reader (the dispatch rejects with the signal's reason). */
   signal?: AbortSignal;
+  /** Aborted when the host learns that the call's turn was stopped: a running model call or
+   * harness segment sees it (dexa_call.cancelled; a JavaScript model's request.signal). */
+  stopSignal?: AbortSignal;
 }
 
 /** Runs call on agent with reader as the session's state (dexa_dispatch(3)); resolves to
@@ -722,7 +859,8 @@ export declare class Task {
     recoveryError: unknown; nowMs: number };
   /** Runs the task on the runtime's agent, reading the store; onEvent receives live events
    * (else they go to the runtime's event readers). */
-  dispatch(options?: { onEvent?: (event: Record<string, unknown>) => void }): Promise<Result>;
+  dispatch(options?: { onEvent?: (event: Record<string, unknown>) => void;
+    stopSignal?: AbortSignal }): Promise<Result>;
 }
 
 /** JSON text passed to the library unchanged. */

@@ -5,8 +5,9 @@
 // where it looks). Types and documentation: index.d.ts.
 const errors = require('./lib/errors');
 const { native, LibraryNotFoundError } = require('./lib/native');
-const { Model, Tool, tool, ToolResult, ToolEffect, BuiltInTool, McpToolSource, Agent } = require('./lib/agent');
+const { Model, Harness, Tool, tool, ToolResult, ToolEffect, BuiltInTool, McpToolSource, Agent } = require('./lib/agent');
 const { Runtime, Event, runtimeOptions } = require('./lib/runtime');
+const { errorCode } = require('./lib/model');
 const { CallKind, MemoryAttributes, Result, Task, RawJSON, WaitEvaluation, dispatch, evaluateWait } =
   require('./lib/host');
 
@@ -22,10 +23,10 @@ const strerror = (code) => native().errorInfo(code).message;
 
 module.exports = {
   version, loadLibrary, LibraryNotFoundError,
-  Model, Tool, tool, ToolResult, ToolEffect, BuiltInTool, McpToolSource, Agent,
+  Model, Harness, Tool, tool, ToolResult, ToolEffect, BuiltInTool, McpToolSource, Agent,
   Runtime, Event, runtimeOptions,
   CallKind, MemoryAttributes, Result, Task, RawJSON, WaitEvaluation, dispatch, evaluateWait,
-  CODES, ErrorClass, errorName, errorClass, exceptionClass, errorFor, strerror,
+  CODES, ErrorClass, errorName, errorClass, exceptionClass, errorFor, strerror, errorCode,
   ...classes,
   // Earlier names: tool effects and built-in tool flags as numbers.
   READ: ToolEffect.READ, IDEMPOTENT_WRITE: ToolEffect.IDEMPOTENT_WRITE, WRITE: ToolEffect.WRITE,

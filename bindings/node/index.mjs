@@ -3,11 +3,11 @@ import dx from './index.js';
 
 export default dx;
 export const {
-  version, loadLibrary, LibraryNotFoundError, Model, Tool, tool, ToolResult, ToolEffect,
+  version, loadLibrary, LibraryNotFoundError, Model, Harness, Tool, tool, ToolResult, ToolEffect,
   BuiltInTool, McpToolSource, Agent, Runtime, Event, runtimeOptions, CallKind,
   MemoryAttributes, Result, Task, RawJSON, WaitEvaluation, dispatch, evaluateWait, CODES,
   ErrorClass, errorName, errorClass,
-  exceptionClass, errorFor, strerror, DexaError, UsageError, TransientError, PermanentError,
+  exceptionClass, errorFor, strerror, errorCode, DexaError, UsageError, TransientError, PermanentError,
   FatalError, InvalidArgumentError, StructSizeError, InvalidJSONError, UnknownStepError,
   UnknownRPCError, NotFoundError, EmptyMessageError, BadStateError, UnknownKeyError,
   InvalidResumeTokenError, StaleRevisionError, TooLargeError, ReentrantError,

@@ -39,6 +39,7 @@ typedef struct chat {
   char *token; /* resume token of the next event to read (malloc'd) */
   int interactive;
   const char *mcp_config; /* "mcpServers" JSON file, or NULL */
+  const char *harness;    /* "claude-code", or NULL for the built-in loop */
 } chat;
 
 static void usage(FILE *f) {
@@ -57,6 +58,9 @@ static void usage(FILE *f) {
         "  --list            list the sessions of the store and exit\n"
         "  --threads N       worker threads (default 2)\n"
         "  --mcp-config FILE MCP servers (\"mcpServers\" JSON) whose tools the agent gets\n"
+        "  --harness claude-code  run the turns with the Claude Code CLI (\"claude\" on PATH,\n"
+        "                    key from ANTHROPIC_API_KEY; options as JSON in\n"
+        "                    DEX_CLAUDE_CODE_OPTIONS, see dexa_harness_claude_code_new(3))\n"
         "Each input line is one message; end a line with '\\' to continue it.\n"
         "Demo commands: /model, /fail N, /tool clock {}, /tool note {\"text\":\"hi\"}\n",
         f);
@@ -81,7 +85,7 @@ static int parse_args(chat *c, int argc, char **argv) {
     }
     int known = strcmp(a, "--store") == 0 || strcmp(a, "--model") == 0 ||
                 strcmp(a, "--resume") == 0 || strcmp(a, "--threads") == 0 ||
-                strcmp(a, "--mcp-config") == 0;
+                strcmp(a, "--mcp-config") == 0 || strcmp(a, "--harness") == 0;
     if (!known || !v) {
       fprintf(stderr, known ? "chat: %s needs a value\n" : "chat: unknown option %s\n", a);
       return -1;
@@ -90,6 +94,14 @@ static int parse_args(chat *c, int argc, char **argv) {
     else if (strcmp(a, "--model") == 0) c->model = v;
     else if (strcmp(a, "--resume") == 0) c->resume = v;
     else if (strcmp(a, "--mcp-config") == 0) c->mcp_config = v;
+    else if (strcmp(a, "--harness") == 0) {
+      if (strcmp(v, "claude-code") != 0) {
+        fprintf(stderr, "chat: --harness takes claude-code\n");
+        return -1;
+      }
+      c->harness = v;
+      c->model = v; /* the session runs on the harness */
+    }
     else if (strcmp(a, "--threads") == 0) {
       char *end;
       long n = strtol(v, &end, 10);
@@ -365,7 +377,7 @@ static char *notes_path_for(const char *store) {
 int main(int argc, char **argv) {
   const char *env_store = getenv("DEX_AGENT_STORE");
   chat c = {env_store && *env_store ? env_store : "dexagents-chat.db", "mock/dex", NULL, 0, 2,
-            NULL, {0}, NULL, 0, NULL};
+            NULL, {0}, NULL, 0, NULL, NULL};
   if (parse_args(&c, argc, argv) != 0) {
     usage(stderr);
     return 2;
@@ -384,7 +396,13 @@ int main(int argc, char **argv) {
    * anthropic/...; the key comes from the environment) is the default; the
    * demo models stay in the allow-list. */
   static const char *const demos[] = {"mock/dex", "mock/dex-mini"};
-  if (rc == DEXA_OK && c.model && strncmp(c.model, "mock/", 5) != 0) {
+  if (rc == DEXA_OK && c.harness) {
+    /* The Claude Code harness: each turn runs in the Claude Code CLI. */
+    const char *opts = getenv("DEX_CLAUDE_CODE_OPTIONS");
+    rc = dexa_harness_claude_code_new(&models[0], c.harness, opts, opts ? strlen(opts) : 0, err,
+                                      sizeof err);
+    if (rc == DEXA_OK) model_count++;
+  } else if (rc == DEXA_OK && c.model && strncmp(c.model, "mock/", 5) != 0) {
     rc = dexa_model_client_new(&models[0], c.model, NULL, 0, err, sizeof err);
     if (rc == DEXA_OK) model_count++;
   }

@@ -152,6 +152,29 @@ typedef enum dexa_tool_policy_default {
 DEXA_EXTERN int dexa_model_reply_set_tool_policy(dexa_model_reply *reply, const char *call_id,
                                                  int effect, int approval);
 
+/* ---- the Claude Code harness ---- */
+
+/* Creates the Claude Code harness named name (for example
+ * "claude-code/sonnet"): each RunModel Step runs the Claude Code CLI (a
+ * child process in its own process group) for one segment of a turn. Model
+ * calls and read tools run inside the segment; a call that writes (or
+ * needs approval, or is one of Dex's built-in tools) ends it and runs in
+ * its own Step; the next segment resumes the same Claude session, whose
+ * transcript is kept in the session's state (see dexagents-claude-code(7)).
+ * options_json (may be NULL or "{}") is an object with any of "cli_path"
+ * (default "claude", found on PATH), "model", "allowed_tools" (the CLI's own
+ * tools it may run, e.g. ["Read","Bash"]; none by default), "cwd", "env"
+ * (an object of variables set for the CLI) and "timeout_ms" (a segment's
+ * limit, 900000 by default). The API key is never an option: the CLI reads
+ * ANTHROPIC_API_KEY from the worker's environment. On error *out is NULL
+ * and errmsg (if not NULL) receives a message. Returns DEXA_OK,
+ * DEXA_E_INVALID_ARG (NULL out, empty name, a bad option value, a key in
+ * "env"), DEXA_E_UNKNOWN_KEY (an option that is not known),
+ * DEXA_E_INVALID_JSON or DEXA_E_NOMEM. */
+DEXA_EXTERN int dexa_harness_claude_code_new(dexa_model **out, const char *name,
+                                             const char *options_json, size_t options_len,
+                                             char *errmsg, size_t errmsg_size);
+
 DEXA_END_DECLS
 
 #endif

@@ -14,6 +14,7 @@ allowed() {
   iface) echo "iface flow util" ;;
   core) echo "core iface flow util" ;;
   model | tools) echo "$1 iface util" ;;
+  harness) echo "harness iface util" ;;
   store) echo "store util" ;;
   runtime) echo "runtime store flow iface util" ;;
   http) echo "http util" ;;

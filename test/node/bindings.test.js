@@ -96,6 +96,10 @@ test('models: demo and provider clients', { skip: SANITIZED && 'sanitizer build'
   assert.throws(() => dx.Model.client('openai/x', { no_such_option: 1 }),
     (e) => e.code === 'DEXA_E_UNKNOWN_KEY' && /no_such_option/.test(e.message));
   assert.throws(() => dx.Model.client('nosuchprovider/x'), (e) => e.code === 'DEXA_E_INVALID_ARG');
+  const cc = dx.Model.claudeCode('claude-code/x', { model: 'sonnet', allowed_tools: ['Read'] });
+  assert.equal(cc.name, 'claude-code/x');
+  assert.throws(() => dx.Model.claudeCode('claude-code/x', { env: { ANTHROPIC_API_KEY: 'sk' } }),
+    (e) => e.code === 'DEXA_E_INVALID_ARG');
   const sid = await rt.startSession({ model: 'mock/dex-mini' });
   assert.match(sid, /^s-/);
   await rt.send(sid, '/model');

@@ -114,7 +114,8 @@ class BindingsTest(unittest.TestCase):
             self.skipTest("no C compiler")
         structs = {
             "dexa_agent_def": "", "dexa_runtime_options": "", "dexa_model_vtable": "",
-            "dexa_tool_source_vtable": "", "dexa_call": "", "dexa_wait_state": "",
+            "dexa_tool_source_vtable": "", "dexa_call": "", "dexa_harness_vtable": "",
+            "dexa_model_usage": "", "dexa_wait_state": "",
         }
         lines = ["#include <dexagents/dexagents.h>", "#include <stdio.h>", "#include <stddef.h>",
                  "int main(void) {"]
@@ -155,6 +156,11 @@ class BindingsTest(unittest.TestCase):
         self.assertIn("no_such_option", cm.exception.message)
         with self.assertRaises(dx.DexaError) as cm:
             dx.Model.client("nosuchprovider/x")
+        self.assertEqual(cm.exception.code, dx.DEXA_E_INVALID_ARG)
+        cc = dx.Model.claude_code("claude-code/x", {"model": "sonnet", "allowed_tools": ["Read"]})
+        self.assertEqual(cc.name, "claude-code/x")
+        with self.assertRaises(dx.DexaError) as cm:
+            dx.Model.claude_code("claude-code/x", {"env": {"ANTHROPIC_API_KEY": "sk"}})
         self.assertEqual(cm.exception.code, dx.DEXA_E_INVALID_ARG)
         sid = self.rt.start_session(model="mock/dex-mini")
         self.assertTrue(sid.startswith("s-"))

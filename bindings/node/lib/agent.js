@@ -5,6 +5,7 @@
 const { native } = require('./native');
 const { rethrow, toDexa } = require('./errors');
 const { checkOptions, checkInt, checkString } = require('./values');
+const { newHostModel } = require('./model');
 
 /** A model client: Model.demo('mock/dex') or Model.client('openai/gpt-4.1', {...}). */
 class Model {
@@ -19,10 +20,50 @@ class Model {
     return new Model(rethrow(() => native().modelNew(name, opts)));
   }
 
+  /** The Claude Code harness (dexa_harness_claude_code_new): turns run in
+   * the Claude Code CLI as durable segments; options: cli_path, model,
+   * allowed_tools, cwd, env, timeout_ms (the key from the environment). */
+  static claudeCode(name = 'claude-code', options = {}) {
+    const opts = typeof options === 'string' ? options : JSON.stringify(options || {});
+    return new Model(rethrow(() => native().claudeCodeNew(name, opts)));
+  }
+
   /** demo() for 'mock/...' names, else client() with default options. */
   static named(name) { return name.startsWith('mock/') ? Model.demo(name) : Model.client(name); }
 
+  /** A model written in JavaScript: generate(request) returns (or resolves
+   * to) the reply (see ModelRequest and ModelReply in index.d.ts); a throw
+   * is an error that retries or fails the turn by its kind. Options:
+   * timeoutMs (how long a worker waits for one call; default 15 minutes). */
+  static fromFunction(name, generate, options = {}) {
+    const o = checkOptions(options, ['timeoutMs'], 'Model.fromFunction');
+    return new Model(newHostModel(name, { run: generate }, o));
+  }
+
   get name() { return native().modelName(this.handle); }
+}
+
+const HARNESS_OPTIONS = ['name', 'runSegment', 'summarize', 'ownsTranscript', 'runsReads',
+  'timeoutMs'];
+
+/** A harness written in JavaScript (dexagents-harness(7)): an agent
+ * framework that runs the model part of a turn, one segment per RunModel
+ * Step. runSegment(request) reads the framework's state and the new
+ * messages from the request and returns a reply with its items, tool calls
+ * (each then runs in its own Step) and new state; summarize(request)
+ * (optional) writes Dex compaction's summary. ownsTranscript: the framework
+ * keeps and compacts its own transcript (Dex compaction off; requests carry
+ * only new messages); runsReads: it runs read tools inside the segment
+ * (request.callTool). A Harness is a Model: put it in the agent's models. */
+class Harness extends Model {
+  constructor(options = {}) {
+    const o = checkOptions(options, HARNESS_OPTIONS, 'new Harness()');
+    super(newHostModel(o.name, { run: o.runSegment, summarize: o.summarize },
+      { harness: true, ownsTranscript: o.ownsTranscript, runsReads: o.runsReads,
+        timeoutMs: o.timeoutMs }));
+    this.ownsTranscript = !!o.ownsTranscript;
+    this.runsReads = !!o.runsReads;
+  }
 }
 
 /** What a tool does outside the session (CallTool retries READ and
@@ -216,4 +257,4 @@ class Agent {
   dispatch(call, reader, options) { return require('./host').dispatch(this, call, reader, options); }
 }
 
-module.exports = { Model, Tool, tool, ToolResult, ToolEffect, BuiltInTool, McpToolSource, Agent };
+module.exports = { Model, Harness, Tool, tool, ToolResult, ToolEffect, BuiltInTool, McpToolSource, Agent };

@@ -167,12 +167,25 @@ function settleDispatch(r, failure) {
 const CALL_KEYS = ['kind', 'sessionId', 'name', 'stepExecutionId', 'attempt', 'input',
   'conditions', 'recoveryError', 'nowMs'];
 
+/** A cancel token that is cancelled when signal aborts (the host's "turn
+ * stopped" for a running model call: dexa_call.cancelled), or null. */
+function stopToken(signal) {
+  if (!signal) return null;
+  const token = native().cancelToken();
+  if (signal.aborted) native().cancel(token);
+  else signal.addEventListener('abort', () => native().cancel(token), { once: true });
+  return token;
+}
+
 /** Runs call on agent with reader ({get(key), scan(prefix)}, each may
  * return a Promise) as the session's state; resolves to its Result, also
  * when the Step failed (check result.ok). options: onEvent(event) for live
- * events, signal (AbortSignal) to stop waiting for the reader. */
+ * events, signal (AbortSignal) to stop waiting for the reader, stopSignal
+ * (AbortSignal) aborted when the host learns that the call's turn was
+ * stopped: a running model call or harness segment sees it
+ * (dexa_model_request_cancelled; a JavaScript model's request.signal). */
 async function dispatch(agent, call, reader, options = {}) {
-  const o = checkOptions(options, ['onEvent', 'signal'], 'dispatch');
+  const o = checkOptions(options, ['onEvent', 'signal', 'stopSignal'], 'dispatch');
   const c = checkOptions(call, CALL_KEYS, 'dispatch call');
   if (!reader || typeof reader.get !== 'function' || typeof reader.scan !== 'function') {
     throw new TypeError('dispatch needs a reader with get(key) and scan(prefix)');
@@ -186,7 +199,7 @@ async function dispatch(agent, call, reader, options = {}) {
     attempt: c.attempt === undefined ? 1 : c.attempt, input: jsonText(c.input),
     conditions: jsonText(c.conditions), recoveryError: jsonText(c.recoveryError),
     nowMs: c.nowMs === undefined ? Date.now() : c.nowMs,
-  }, makeHandler(reader, o.onEvent, failure), token));
+  }, makeHandler(reader, o.onEvent, failure), token, stopToken(o.stopSignal)));
   const r = await withSignal(p, o.signal, token).catch((e) => { throw toDexa(e); });
   return settleDispatch(r, failure);
 }
@@ -294,13 +307,14 @@ class Task {
   }
 
   /** Runs the task on the runtime's agent; onEvent receives live events
-   * (else they go to the runtime's event readers). */
+   * (else they go to the runtime's event readers); stopSignal aborts when
+   * the host learns that the task's turn was stopped (see dispatch()). */
   async dispatch(options = {}) {
-    const o = checkOptions(options, ['onEvent'], 'task.dispatch');
+    const o = checkOptions(options, ['onEvent', 'stopSignal'], 'task.dispatch');
     const failure = { error: null };
     const handler = o.onEvent ? makeHandler(null, o.onEvent, failure) : null;
     const r = await rethrow(() => native().taskDispatch(this.runtime.handle, this.handle,
-      this.runtime.agent.handle, handler)).catch((e) => { throw toDexa(e); });
+      this.runtime.agent.handle, handler, stopToken(o.stopSignal))).catch((e) => { throw toDexa(e); });
     return settleDispatch(r, failure);
   }
 }

@@ -2,12 +2,13 @@
  *
  * Modules: api (the library, opened with dlopen), common (values, errors,
  * jobs on threads of their own), agent (models, agents, JavaScript tools,
- * MCP), runtime (client operations, waits, tasks, closing), host (dispatch
+ * MCP), model (models and harnesses written in JavaScript), runtime (client operations, waits, tasks, closing), host (dispatch
  * with a JavaScript reader, results), wait (the host's wait helper).
  * index.js is the JavaScript half. */
 #include "agent.h"
 #include "common.h"
 #include "host.h"
+#include "model.h"
 #include "runtime.h"
 #include "wait.h"
 
@@ -21,6 +22,7 @@ static void env_cleanup(void *arg) {
   addon_state *st = arg;
   atomic_store(&st->closing, 1);
   tools_env_closing(st);
+  models_env_closing(st);
   runtimes_env_closing(st);
 }
 
@@ -36,7 +38,12 @@ static napi_value init(napi_env env, napi_value exports) {
       FN("cancelToken", js_cancel_token),
       FN("cancel", js_cancel),
       FN("modelNew", js_model_new),
+      FN("claudeCodeNew", js_claude_code_new),
       FN("modelName", js_model_name),
+      FN("modelNewJs", js_model_new_js),
+      FN("modelCallEmit", js_model_call_emit),
+      FN("modelCallTool", js_model_call_tool),
+      FN("modelCallDone", js_model_call_done),
       FN("agentNew", js_agent_new),
       FN("agentDescribe", js_agent_describe),
       FN("agentFlowType", js_agent_flow_type),

@@ -48,6 +48,32 @@ napi_value js_model_new(napi_env env, napi_callback_info info) {
   return ext;
 }
 
+/* claudeCodeNew(name, optionsJson): dexa_harness_claude_code_new. */
+napi_value js_claude_code_new(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2], ext;
+  if (!require_lib(env)) return NULL;
+  CHECK_NAPI(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  char *name = argc ? get_str(env, argv[0], NULL) : NULL;
+  size_t olen = 0;
+  char *opts = argc > 1 ? get_str(env, argv[1], &olen) : NULL;
+  if (!name) {
+    free(opts);
+    return throw_dexa(env, DEXA_E_INVALID_ARG, "the harness name must be a string");
+  }
+  dexa_model *m = NULL;
+  char err[512] = "";
+  int rc = lib.dexa_harness_claude_code_new(&m, name, opts, olen, err, sizeof err);
+  free(name);
+  free(opts);
+  if (rc != DEXA_OK) return throw_dexa(env, rc, err);
+  if (napi_create_external(env, m, model_finalize, NULL, &ext) != napi_ok) {
+    lib.dexa_model_free(m);
+    return throw_dexa(env, DEXA_E_NOMEM, "cannot wrap the model");
+  }
+  return ext;
+}
+
 napi_value js_model_name(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];

@@ -30,6 +30,7 @@ void tools_env_closing(addon_state *st);
 void tools_abandon(agent_box *box, const char *reason);
 
 napi_value js_model_new(napi_env env, napi_callback_info info);
+napi_value js_claude_code_new(napi_env env, napi_callback_info info);
 napi_value js_model_name(napi_env env, napi_callback_info info);
 napi_value js_agent_new(napi_env env, napi_callback_info info);
 napi_value js_agent_describe(napi_env env, napi_callback_info info);

@@ -13,6 +13,7 @@
 #define DEXA_API_FUNCS(X)                                                              \
   X(dexa_free) X(dexa_version) X(dexa_version_num) X(dexa_strerror) X(dexa_error_name)   \
   X(dexa_error_class) X(dexa_model_demo_new) X(dexa_model_client_new) X(dexa_model_free) \
+  X(dexa_harness_claude_code_new)                                                       \
   X(dexa_model_name) X(dexa_tool_source_free) X(dexa_tool_source_name)                   \
   X(dexa_tool_source_list_json) X(dexa_tool_invocation_name)                             \
   X(dexa_tool_invocation_call_id) X(dexa_tool_invocation_session_id)                     \
@@ -32,7 +33,18 @@
   X(dexa_runtime_start_session) X(dexa_runtime_call) X(dexa_runtime_list_sessions)       \
   X(dexa_runtime_read_events) X(dexa_runtime_poll) X(dexa_task_call)                     \
   X(dexa_runtime_complete) X(dexa_task_abandon) X(dexa_runtime_run_ready)                \
-  X(dexa_runtime_start) X(dexa_runtime_stop) X(dexa_runtime_wait_idle)
+  X(dexa_runtime_start) X(dexa_runtime_stop) X(dexa_runtime_wait_idle)                  \
+  X(dexa_model_vtable_init) X(dexa_model_new) X(dexa_harness_vtable_init)                \
+  X(dexa_harness_new) X(dexa_model_request_json) X(dexa_model_request_emit_delta)        \
+  X(dexa_model_request_cancelled) X(dexa_model_request_harness_state)                    \
+  X(dexa_model_request_harness_entry_count) X(dexa_model_request_harness_entry_at)       \
+  X(dexa_model_request_first_new_message) X(dexa_model_request_call_tool)                \
+  X(dexa_model_reply_add_item) X(dexa_model_reply_add_text)                              \
+  X(dexa_model_reply_add_reasoning) X(dexa_model_reply_add_tool_call)                    \
+  X(dexa_model_reply_set_tool_policy) X(dexa_model_usage_init)                           \
+  X(dexa_model_reply_set_token_usage) X(dexa_model_reply_set_finish_reason)              \
+  X(dexa_model_reply_set_harness_state) X(dexa_model_reply_add_harness_entry)            \
+  X(dexa_model_reply_set_error)
 
 /* One typed pointer per function, named like it. */
 typedef struct dexa_api {

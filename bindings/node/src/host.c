@@ -48,6 +48,7 @@ struct dispatch_job {
   pthread_mutex_t mu;            /* orders uses of tsfn against its finalization */
   napi_threadsafe_function tsfn; /* to the host's handler; NULL without one */
   cancel_cell *cancel;
+  cancel_cell *stop; /* the host's "turn stopped" (dexa_call.cancelled), or NULL */
   dexa_call call;
   char *strs[6];     /* session id, name, step execution id, input, conditions, recovery */
   char *last_value;  /* borrowed by the library until the next reader callback */
@@ -293,14 +294,22 @@ static void handler_finalize(napi_env env, void *data, void *hint) {
 
 /* ---- the job ---------------------------------------------------------------------- */
 
+static int stop_cb(void *cell) { return cancel_is_set(cell); }
+
 static void dispatch_exec(job *j) {
   dispatch_job *dj = (dispatch_job *)j;
   if (dj->task) { /* marked as dispatching on the JS thread: its call stays */
     const dexa_call *c = task_call_of(dj->task);
-    if (dj->tsfn) { /* live events to the host's handler instead */
+    if (dj->tsfn || dj->stop) { /* live events to the host's handler, or its stop */
       dexa_call copy = *c;
-      copy.sink_user_data = dj;
-      copy.event_sink = event_sink;
+      if (dj->tsfn) {
+        copy.sink_user_data = dj;
+        copy.event_sink = event_sink;
+      }
+      if (dj->stop) {
+        copy.cancelled = stop_cb;
+        copy.cancel_user_data = dj->stop;
+      }
       dj->rc = lib.dexa_dispatch(&dj->res, dj->agent->agent, &copy);
     } else {
       dj->rc = lib.dexa_dispatch(&dj->res, dj->agent->agent, c);
@@ -345,6 +354,8 @@ static void dispatch_destroy(job *j) {
   dj->last_value = NULL;
   cancel_unref(dj->cancel);
   dj->cancel = NULL;
+  cancel_unref(dj->stop);
+  dj->stop = NULL;
   dispatch_unref(dj);
 }
 
@@ -421,18 +432,25 @@ static bool read_call(napi_env env, napi_value v, dispatch_job *dj) {
   c->attr_scan = attr_scan;
   c->sink_user_data = dj;
   c->event_sink = event_sink;
+  if (dj->stop) {
+    c->cancelled = stop_cb;
+    c->cancel_user_data = dj->stop;
+  }
   return true;
 }
 
-/* dispatch(agent, call, handler, cancelToken|null) -> Promise<{rc, result, readerFailed}> */
+/* dispatch(agent, call, handler, cancelToken|null, stopToken|null) ->
+ * Promise<{rc, result, readerFailed}>. stopToken, once cancelled, is the
+ * call's "turn stopped" (dexa_call.cancelled). */
 napi_value js_dispatch(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4], promise;
+  size_t argc = 5;
+  napi_value argv[5], promise;
   if (!require_lib(env)) return NULL;
   CHECK_NAPI(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 3) return throw_dexa(env, DEXA_E_INVALID_ARG, "dispatch: 3 arguments");
   dispatch_job *dj = dispatch_new(env, argv[0], argv[2], argc > 3 ? argv[3] : NULL);
   if (!dj) return NULL;
+  dj->stop = argc > 4 ? cancel_ref(get_external(env, argv[4])) : NULL;
   if (!read_call(env, argv[1], dj)) {
     dispatch_drop(env, dj);
     return NULL;
@@ -441,10 +459,10 @@ napi_value js_dispatch(napi_env env, napi_callback_info info) {
   return promise;
 }
 
-/* taskDispatch(rt, task, agent, handler|null) -> Promise<{rc, result}> */
+/* taskDispatch(rt, task, agent, handler|null, stopToken|null) -> Promise<{rc, result}> */
 napi_value js_task_dispatch(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4], promise;
+  size_t argc = 5;
+  napi_value argv[5], promise;
   CHECK_NAPI(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 4) return throw_dexa(env, DEXA_E_INVALID_ARG, "taskDispatch: 4 arguments");
   runtime_box *rb = get_runtime(env, argv[0]);
@@ -456,6 +474,7 @@ napi_value js_task_dispatch(napi_env env, napi_callback_info info) {
     runtime_release(rb);
     return NULL;
   }
+  dj->stop = argc > 4 ? cancel_ref(get_external(env, argv[4])) : NULL;
   if (!task_dispatch_begin(t)) { /* gone, or dispatched already */
     runtime_release(rb);
     dispatch_drop(env, dj);

@@ -6,6 +6,7 @@
  * runtime is closing, so close() never waits long for a reader and an
  * aborted reader's thread ends soon. */
 #include "runtime.h"
+#include "model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -630,6 +631,7 @@ napi_value js_runtime_abandon_tools(napi_env env, napi_callback_info info) {
   if (!rb) return NULL;
   char *reason = argc > 1 ? get_str(env, argv[1], NULL) : NULL;
   tools_abandon(rb->agent, reason ? reason : "the runtime closed");
+  models_abandon(rb->agent->st, reason ? reason : "the runtime closed");
   free(reason);
   return NULL;
 }

@@ -37,7 +37,9 @@ from ._native import LibraryNotFoundError, ffi, lib, load_library, s
 from ._version import __version__
 from .agent import (BUILTIN_ALL, BUILTIN_ASK_USER, BUILTIN_DURABLE_WAIT, BUILTIN_WRITE_TODOS,
                     Agent, AgentDefinition, BuiltInTool, Call, CompactionPolicy, McpToolSource,
-                    Model, Tool, ToolCall, ToolEffect, ToolResult, tool)
+                    Harness, Model, Tool, ToolCall, ToolEffect, ToolResult, tool)
+from .model import (ModelReply, ModelRequest, ProposedToolCall, ReplyItem, Usage,
+                    error_code)
 from .aio import AsyncRuntime
 from .errors import (CODES, OK, AlreadyExistsError, AuthError, BadStateError,
                      CallbackFailedError, CorruptError, DexaError, EmptyMessageError, ErrorClass,
@@ -73,6 +75,7 @@ __all__ = [
     "__version__", "version", "load_library", "LibraryNotFoundError", "ffi", "lib", "host",
     # agent
     "Agent", "AgentDefinition", "BuiltInTool", "CompactionPolicy", "McpToolSource", "Model",
+    "Harness", "ModelRequest", "ModelReply", "ReplyItem", "ProposedToolCall", "Usage", "error_code",
     "Tool", "ToolCall", "Call", "ToolEffect", "ToolResult", "tool", "READ", "IDEMPOTENT_WRITE",
     "WRITE", "BUILTIN_ASK_USER", "BUILTIN_DURABLE_WAIT", "BUILTIN_WRITE_TODOS", "BUILTIN_ALL",
     # runtimes

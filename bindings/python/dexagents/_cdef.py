@@ -39,6 +39,8 @@ int dexa_model_new(dexa_model **out, const char *name, const dexa_model_vtable *
 int dexa_model_demo_new(dexa_model **out, const char *name);
 int dexa_model_client_new(dexa_model **out, const char *name, const char *options_json,
                           size_t options_len, char *errmsg, size_t errmsg_size);
+int dexa_harness_claude_code_new(dexa_model **out, const char *name, const char *options_json,
+                                 size_t options_len, char *errmsg, size_t errmsg_size);
 void dexa_model_free(dexa_model *model);
 const char *dexa_model_name(const dexa_model *model);
 int dexa_model_request_json(const dexa_model_request *request, const char **json, size_t *len);
@@ -53,6 +55,47 @@ int dexa_model_reply_set_usage(dexa_model_reply *reply, int64_t input_tokens,
                                int64_t output_tokens);
 int dexa_model_reply_set_error(dexa_model_reply *reply, const char *message,
                                int64_t retry_after_ms);
+size_t dexa_model_request_message_count(const dexa_model_request *request);
+int dexa_model_request_cancelled(const dexa_model_request *request);
+int dexa_model_reply_add_reasoning(dexa_model_reply *reply, const char *text, size_t len);
+int dexa_model_reply_set_finish_reason(dexa_model_reply *reply, const char *reason,
+                                       const char *provider_reason);
+typedef struct dexa_model_usage {
+  uint32_t struct_size;
+  int64_t input_tokens;
+  int64_t output_tokens;
+  int64_t cached_input_tokens;
+  int64_t cache_write_tokens;
+  int64_t reasoning_tokens;
+  double cost_usd;
+} dexa_model_usage;
+int dexa_model_usage_init(dexa_model_usage *usage, size_t struct_size);
+int dexa_model_reply_set_token_usage(dexa_model_reply *reply, const dexa_model_usage *usage);
+
+/* harness.h */
+typedef struct dexa_harness_vtable {
+  uint32_t struct_size;
+  uint32_t flags;
+  int (*run_segment)(void *user_data, const dexa_model_request *request, dexa_model_reply *reply);
+  int (*summarize)(void *user_data, const dexa_model_request *request, dexa_model_reply *reply);
+  void (*destroy)(void *user_data);
+} dexa_harness_vtable;
+int dexa_harness_vtable_init(dexa_harness_vtable *vtable, size_t struct_size);
+int dexa_harness_new(dexa_model **out, const char *name, const dexa_harness_vtable *vtable,
+                     void *user_data);
+int dexa_model_request_harness_state(const dexa_model_request *request, const char **json,
+                                     size_t *len);
+size_t dexa_model_request_harness_entry_count(const dexa_model_request *request);
+int dexa_model_request_harness_entry_at(const dexa_model_request *request, size_t index,
+                                        const char **json, size_t *len);
+size_t dexa_model_request_first_new_message(const dexa_model_request *request);
+int dexa_model_request_call_tool(const dexa_model_request *request, const char *call_id,
+                                 const char *name, const char *arguments_json,
+                                 size_t arguments_len, char **out, size_t *out_len);
+int dexa_model_reply_set_harness_state(dexa_model_reply *reply, const char *json, size_t len);
+int dexa_model_reply_add_harness_entry(dexa_model_reply *reply, const char *json, size_t len);
+int dexa_model_reply_set_tool_policy(dexa_model_reply *reply, const char *call_id, int effect,
+                                     int approval);
 
 /* tools.h */
 typedef struct dexa_tool_source_vtable {
@@ -154,6 +197,8 @@ typedef struct dexa_call {
   dexa_attr_scan_fn attr_scan;
   void *sink_user_data;
   dexa_event_sink_fn event_sink;
+  int (*cancelled)(void *cancel_user_data);
+  void *cancel_user_data;
 } dexa_call;
 int dexa_call_init(dexa_call *call, size_t struct_size);
 int dexa_dispatch(dexa_result **out, const dexa_agent *agent, const dexa_call *call);

@@ -51,10 +51,40 @@ class Model:
         return cls(out[0])
 
     @classmethod
+    def claude_code(cls, name: str = "claude-code",
+                    options: Union[Mapping[str, Any], str, None] = None) -> "Model":
+        """The Claude Code harness (dexa_harness_claude_code_new(3)): turns
+        run in the Claude Code CLI as durable segments; ``options`` such as
+        {"cli_path": ..., "model": ..., "allowed_tools": [...], "cwd": ...,
+        "env": {...}, "timeout_ms": ...}; the API key comes from the
+        environment only."""
+        out = ffi.new("dexa_model **")
+        opts = enc(json.dumps(options) if isinstance(options, Mapping) else (options or "{}"))
+        err = ffi.new("char[512]")
+        check(lib.dexa_harness_claude_code_new(out, enc(name), opts, len(opts), err, 512), s(err))
+        return cls(out[0])
+
+    @classmethod
     def named(cls, name: str) -> "Model":
         """:meth:`demo` for "mock/..." names, else :meth:`client` with default
         options."""
         return cls.demo(name) if name.startswith("mock/") else cls.client(name)
+
+    @classmethod
+    def from_function(cls, name: str, generate: Callable[..., Any]) -> "Model":
+        """A model written in Python: ``generate(request)`` gets a
+        :class:`~dexagents.ModelRequest` and returns a
+        :class:`~dexagents.ModelReply` (or a mapping of its fields), or an
+        awaitable of one (``async def``). An exception is an error that
+        retries (transient: a DexaError of that class, an HTTP 429 or 5xx, a
+        connection error) or fails the turn (anything else); see
+        :func:`dexagents.model.error_code`."""
+        from .model import _Host, _new_model
+        host = _Host(generate, None, harness=False)
+        handle, keep = _new_model(name, host)
+        m = cls(handle)
+        m._host, m._keep = host, keep
+        return m
 
     @property
     def name(self) -> str:
@@ -63,6 +93,36 @@ class Model:
 
     def __repr__(self) -> str:
         return "Model(%r)" % self.name
+
+
+class Harness(Model):
+    """A harness written in Python (dexagents-harness(7)): an agent
+    framework that runs the model part of a turn, one segment per RunModel
+    Step. ``run_segment(request)`` reads the framework's state
+    (``request.state``, ``request.state_entries``) and the new messages
+    (``request.new_messages``) and returns a :class:`~dexagents.ModelReply`
+    with its items, its tool calls (each then runs in its own Step, with the
+    effect and approval the framework's metadata gives) and its new
+    ``state`` / ``state_entries``; ``summarize(request)`` (optional) writes
+    Dex compaction's summary. ``owns_transcript``: the framework keeps and
+    compacts its own transcript (Dex compaction off; requests carry only new
+    messages); ``runs_reads``: it runs read tools inside the segment
+    (``request.call_tool``). Put it in the agent's ``models``."""
+
+    def __init__(self, name: str, run_segment: Callable[..., Any], *,
+                 summarize: Optional[Callable[..., Any]] = None,
+                 owns_transcript: bool = False, runs_reads: bool = False) -> None:
+        from .model import _Host, _new_model
+        host = _Host(run_segment, summarize, harness=True)
+        flags = (1 if owns_transcript else 0) | (2 if runs_reads else 0)
+        handle, keep = _new_model(name, host, flags)
+        super().__init__(handle)
+        self._host, self._keep = host, keep
+        self.owns_transcript = owns_transcript
+        self.runs_reads = runs_reads
+
+    def __repr__(self) -> str:
+        return "Harness(%r)" % self.name
 
 
 # ---- tools --------------------------------------------------------------------
@@ -466,6 +526,9 @@ class Agent:
         self._async_loop: Optional[asyncio.AbstractEventLoop] = None
         self._keep: List[Any] = []
         self.models = [m if isinstance(m, Model) else Model.named(m) for m in d.models]
+        for m in self.models:  # async models and harnesses run on this agent's loop
+            if getattr(m, "_host", None) is not None:
+                m._host.agent = self
         self.tools = [t if isinstance(t, Tool) else Tool(t) for t in d.tools]
         self.tool_sources = list(d.tool_sources)
         handles = self._function_source() + [h for src in self.tool_sources

@@ -540,6 +540,22 @@ def _event_sink(user_data: Any, text: Any, n: int) -> None:
         _fail(ctx, e)
 
 
+@ffi.callback("int(void *)", error=0)
+def _stop_flag(user_data: Any) -> int:
+    return 1 if ffi.from_handle(user_data)() else 0
+
+
+def _stopper(stop: Any) -> Optional[Callable[[], bool]]:
+    """A stop (a threading.Event or a callable returning a bool) as a callable."""
+    if stop is None:
+        return None
+    if hasattr(stop, "is_set"):
+        return stop.is_set
+    if not callable(stop):
+        raise TypeError("stop must be a threading.Event or a callable")
+    return stop
+
+
 def _run_dispatch(agent: Any, call_ptr: Any, ctx: Optional[_CallContext]) -> "Result":
     out = ffi.new("dexa_result **")
     rc = lib.dexa_dispatch(out, agent._h, call_ptr)
@@ -554,14 +570,19 @@ def _run_dispatch(agent: Any, call_ptr: Any, ctx: Optional[_CallContext]) -> "Re
 
 
 def dispatch(agent: Any, call: StepCall, attributes: AttributeReader, *,
-             on_event: Optional[Callable[[Dict[str, Any]], None]] = None) -> Result:
+             on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
+             stop: Any = None) -> Result:
     """Runs ``call`` on ``agent`` (dexa_dispatch(3)) with ``attributes`` as
     the session's state and returns its :class:`Result`, also when the Step
     failed (check :attr:`Result.ok`). ``on_event`` receives live events (text
-    deltas, ...) as dicts, on this thread, during the call. Tools of the
-    agent run on this thread. An exception raised by the reader is raised
-    again (as the ``__cause__`` of a :class:`~dexagents.CallbackFailedError`);
-    a call the library refuses before it runs raises its error."""
+    deltas, ...) as dicts, on this thread, during the call. ``stop`` (a
+    threading.Event, or a callable returning True) is set when the host
+    learns that the call's turn was stopped: a running model call or harness
+    segment sees it (dexa_call.cancelled, dexa_model_request_cancelled).
+    Tools of the agent run on this thread. An exception raised by the reader
+    is raised again (as the ``__cause__`` of a
+    :class:`~dexagents.CallbackFailedError`); a call the library refuses
+    before it runs raises its error."""
     ctx = _CallContext(attributes, on_event)
     handle = ffi.new_handle(ctx)
     c = ffi.new("dexa_call *")
@@ -593,6 +614,12 @@ def dispatch(agent: Any, call: StepCall, attributes: AttributeReader, *,
     c.recovery_error, c.recovery_error_len = text(call.recovery_error)
     c.now_ms = call.now_ms if call.now_ms is not None else int(time.time() * 1000)
     c.attr_user_data = handle
+    stopper = _stopper(stop)
+    if stopper is not None:
+        stop_handle = ffi.new_handle(stopper)
+        keep.append(stop_handle)
+        c.cancelled = _stop_flag
+        c.cancel_user_data = stop_handle
     c.attr_get = _attr_get
     c.attr_scan = _attr_scan
     c.sink_user_data = handle
@@ -635,12 +662,16 @@ class Task:
         """True once completed or abandoned."""
         return self._h is None
 
-    def dispatch(self, *, on_event: Optional[Callable[[Dict[str, Any]], None]] = None) -> Result:
+    def dispatch(self, *, on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
+                 stop: Any = None) -> Result:
         """Runs the task's call on the runtime's agent, reading the store.
         ``on_event`` receives live events; when None, they go to the
-        runtime's event readers as they do for worker threads."""
+        runtime's event readers as they do for worker threads. ``stop`` (a
+        threading.Event or a callable) tells a running model call that its
+        turn was stopped (see :func:`dispatch`)."""
         call = lib.dexa_task_call(self._handle())
-        if on_event is None:
+        stopper = _stopper(stop)
+        if on_event is None and stopper is None:
             return _run_dispatch(self._runtime.agent, call, None)
         ctx = _CallContext(None, on_event)
         handle = ffi.new_handle(ctx)
@@ -648,8 +679,13 @@ class Task:
         ffi.memmove(copy, call, ffi.sizeof("dexa_call"))
         # The library's call may be a newer, longer struct: the copy is ours.
         copy.struct_size = ffi.sizeof("dexa_call")
-        copy.sink_user_data = handle
-        copy.event_sink = _event_sink
+        if on_event is not None:
+            copy.sink_user_data = handle
+            copy.event_sink = _event_sink
+        if stopper is not None:
+            stop_handle = ffi.new_handle(stopper)
+            copy.cancelled = _stop_flag
+            copy.cancel_user_data = stop_handle
         return _run_dispatch(self._runtime.agent, copy, ctx)
 
     def __repr__(self) -> str:

@@ -25,6 +25,7 @@ from dexagents import host  # noqa: E402
 
 SECTIONS = [
     ("Agents and tools", "dexagents.agent"),
+    ("Models and harnesses in Python", "dexagents.model"),
     ("Runtimes", "dexagents.runtime"),
     ("asyncio", "dexagents.aio"),
     ("Host-driven mode", "dexagents.host"),
