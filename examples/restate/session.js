@@ -15,7 +15,7 @@
 // (RunModel, CallTool, CallSingleAttemptTool, ...) each run in a runStep
 // invocation, a shared handler, so the model or the tool never holds the
 // lock. A waiting Step is a waitStep invocation suspended on an awakeable
-// and on a Restate timer for each timer condition.
+// and on a Restate timer for its next timer condition.
 const restate = require('@restatedev/restate-sdk');
 const dx = require('dexagents');
 const { hold } = require('./agent');
@@ -71,7 +71,8 @@ class Session {
     return s;
   }
 
-  /** Every attribute (loaded on first use: a Step reads what it wants). */
+  /** Every attribute, loaded once per invocation on first use (Restate sends
+   * the object's state with the invocation, so these reads are local). */
   async attributes() {
     if (this.attrs) return this.attrs;
     this.attrs = new dx.MemoryAttributes();
@@ -97,9 +98,9 @@ class Session {
     this.dirty.clear();
   }
 
-  /** Runs a Step method or RPC on a copy of the attributes, journaled. */
+  /** Runs a Step method or RPC on the attributes, journaled. */
   async dispatch(kind, name, fields) {
-    const reader = new dx.MemoryAttributes((await this.attributes()).map);
+    const reader = await this.attributes();
     const label = fields.stepExecutionId ? `${kind} ${fields.stepExecutionId}` : `${kind} ${name}`;
     return this.ctx.run(label, () => dispatchDoc(this.agent,
       { kind, sessionId: this.ctx.key, name, ...fields }, reader));

@@ -33,7 +33,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, MutableMapping,
-                    Optional, Protocol, Tuple)
+                    Optional, Protocol, Tuple, Union)
 
 
 from ._native import enc, ffi, lib, s, span, take
@@ -159,6 +159,10 @@ class Publish:
     value: str
 
 
+#: How many messages each channel holds: a mapping, or a function of the channel.
+ChannelCounts = Optional[Union[Mapping[str, int], Callable[[str], int]]]
+
+
 @dataclass(frozen=True)
 class Condition:
     """One condition of a :class:`Wait`: a channel holding at least ``min``
@@ -201,9 +205,6 @@ class Wait:
         """:func:`evaluate_wait` of this wait."""
         return evaluate_wait(self, now_ms=now_ms, started_ms=started_ms, fired=fired,
                              channel_counts=channel_counts)
-
-
-ChannelCounts = Optional[Any]  # Mapping[str, int] or Callable[[str], int]
 
 
 @dataclass(frozen=True)
