@@ -334,15 +334,14 @@ function sessionObject(agent) {
      * next timer condition. */
     waitStep: sharedInternal(async (ctx, { id }) => {
       const awake = ctx.awakeable();
+      const woken = awake.promise.map(() => 'woken');
       let w = await self(ctx).watchStep({ id, awakeable: awake.id });
       while (!w.done) {
-        if (!w.timers.length) return awake.promise;
+        if (!w.timers.length) return woken;
         const due = Math.min(...w.timers.map((t) => t.dueMs));
         const now = await ctx.date.now();
-        const timer = ctx.sleep(Math.max(0, due - now));
-        const woke = await restate.RestatePromise.race([awake.promise.map(() => 'woken'),
-          timer.map(() => 'timer')]);
-        if (woke === 'woken') return 'woken';
+        const timer = ctx.sleep(Math.max(0, due - now)).map(() => 'timer');
+        if ((await restate.RestatePromise.race([woken, timer])) === 'woken') return 'woken';
         w = await self(ctx).timerFired({ id, fired: w.timers.filter((t) => t.dueMs <= due).map((t) => t.id) });
       }
       return 'done';
