@@ -164,12 +164,11 @@ async function startService() {
       STAMP_FILE: service.stamps, DEXA_RESTATE_HOLD_DIR: service.holdDir,
       DEXAGENTS_LIBRARY: path.join(ROOT, process.env.LIBOUT || 'lib', 'libdexagents.so.1') },
   }, service.log);
-  const line = await until('the service to listen', () => {
+  service.port = await until('the service to listen', () => {
     if (service.proc.exitCode !== null) throw new Error(`exited: ${tail(service.log)}`);
     const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(fs.readFileSync(service.log, 'utf8').slice(mark));
-    return m && Number(m[1]);
+    return m && Number(m[1]); // a restart listens on the same port: the registered deployment
   });
-  service.port = line; // a restart listens on the same port: the registered deployment
 }
 
 async function killService() {
