@@ -751,14 +751,53 @@ export interface DispatchOptions {
 export declare function dispatch(agent: Agent, call: StepCall, reader: AttributeReader,
   options?: DispatchOptions): Promise<Result>;
 
-/** The wait of a WaitFor (<dexagents/flow.h>). Evaluating it against the host's channels
- * and timers is the host's job for now; the library's wait evaluator will be bound next to
- * Result.wait once it exists. */
+/** The wait of a WaitFor (<dexagents/flow.h>); evaluateWait() tells when it is satisfied. */
 export interface Wait {
   mode: 'any' | 'all';
   conditions: Array<{ id: string; channel?: string; min?: number; max?: number;
     timer_ms?: number }>;
 }
+
+/** The host's state for one waiting Step (dexa_wait_state). */
+export interface WaitState {
+  /** The host's clock, ms since the epoch (default Date.now()). */
+  nowMs?: number;
+  /** When the wait was stored: its timers count from it (default nowMs). */
+  startedMs?: number;
+  /** The ids of the timer conditions that the host's own durable timers fired; absent or
+   * null: timers fire by nowMs. */
+  fired?: string[] | null;
+  /** How many messages each channel holds (absent channels hold none). */
+  channelCounts?: Record<string, number> | Map<string, number> | ((channel: string) => number);
+}
+
+/** What evaluateWait() said of a wait (dexa_wait_evaluate(3)). */
+export declare class WaitEvaluation {
+  /** The answer as the library wrote it (snake_case). */
+  readonly document: Record<string, unknown>;
+  /** True when Execute may run now, with the messages of consume. */
+  readonly ready: boolean;
+  /** The ids of the timer conditions that fired. */
+  readonly fired: string[];
+  /** When ready: the oldest `count` messages of each channel to take, in this order. */
+  readonly consume: Array<{ id: string; channel: string; count: number }>;
+  /** Every channel the wait watches: evaluate again when one of them gets a message. */
+  readonly channels: string[];
+  /** Every timer condition with its due time. */
+  readonly timers: Array<{ id: string; timerMs: number; dueMs: number }>;
+  /** The earliest timer not fired (ms since the epoch), or null: evaluate again then. */
+  readonly nextDueMs: number | null;
+  /** For a ready wait: removes the consumed messages from channels (channel -> array, oldest
+   * first) and returns Execute's conditions. Throws when not ready. */
+  take(channels: Map<string, unknown[]> | Record<string, unknown[]>): {
+    fired: string[]; channels: Record<string, unknown[]> };
+}
+
+/** Evaluates a stored wait (Result.wait, its JSON text or a RawJSON; null: no wait) against
+ * the host's channels and timers: whether Execute may run, what it consumes, and when to
+ * look again. Synchronous and pure. Throws InvalidJSONError for a malformed wait. */
+export declare function evaluateWait(wait: Wait | string | RawJSON | null, state?: WaitState):
+  WaitEvaluation;
 
 /** What one dispatch returned; nothing in it is applied by the library. */
 export declare class Result {

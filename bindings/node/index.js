@@ -8,7 +8,8 @@ const { native, LibraryNotFoundError } = require('./lib/native');
 const { Model, Harness, Tool, tool, ToolResult, ToolEffect, BuiltInTool, McpToolSource, Agent } = require('./lib/agent');
 const { Runtime, Event, runtimeOptions } = require('./lib/runtime');
 const { errorCode } = require('./lib/model');
-const { CallKind, MemoryAttributes, Result, Task, RawJSON, dispatch } = require('./lib/host');
+const { CallKind, MemoryAttributes, Result, Task, RawJSON, WaitEvaluation, dispatch, evaluateWait } =
+  require('./lib/host');
 
 /** The version of the loaded C library ("1.1.0"). */
 const version = () => native().version();
@@ -24,7 +25,7 @@ module.exports = {
   version, loadLibrary, LibraryNotFoundError,
   Model, Harness, Tool, tool, ToolResult, ToolEffect, BuiltInTool, McpToolSource, Agent,
   Runtime, Event, runtimeOptions,
-  CallKind, MemoryAttributes, Result, Task, RawJSON, dispatch,
+  CallKind, MemoryAttributes, Result, Task, RawJSON, WaitEvaluation, dispatch, evaluateWait,
   CODES, ErrorClass, errorName, errorClass, exceptionClass, errorFor, strerror, errorCode,
   ...classes,
   // Earlier names: tool effects and built-in tool flags as numbers.

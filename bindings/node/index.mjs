@@ -5,7 +5,8 @@ export default dx;
 export const {
   version, loadLibrary, LibraryNotFoundError, Model, Harness, Tool, tool, ToolResult, ToolEffect,
   BuiltInTool, McpToolSource, Agent, Runtime, Event, runtimeOptions, CallKind,
-  MemoryAttributes, Result, Task, RawJSON, dispatch, CODES, ErrorClass, errorName, errorClass,
+  MemoryAttributes, Result, Task, RawJSON, WaitEvaluation, dispatch, evaluateWait, CODES,
+  ErrorClass, errorName, errorClass,
   exceptionClass, errorFor, strerror, errorCode, DexaError, UsageError, TransientError, PermanentError,
   FatalError, InvalidArgumentError, StructSizeError, InvalidJSONError, UnknownStepError,
   UnknownRPCError, NotFoundError, EmptyMessageError, BadStateError, UnknownKeyError,

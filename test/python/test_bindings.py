@@ -115,7 +115,7 @@ class BindingsTest(unittest.TestCase):
         structs = {
             "dexa_agent_def": "", "dexa_runtime_options": "", "dexa_model_vtable": "",
             "dexa_tool_source_vtable": "", "dexa_call": "", "dexa_harness_vtable": "",
-            "dexa_model_usage": "",
+            "dexa_model_usage": "", "dexa_wait_state": "",
         }
         lines = ["#include <dexagents/dexagents.h>", "#include <stdio.h>", "#include <stddef.h>",
                  "int main(void) {"]

@@ -10,11 +10,11 @@
 // and timers and hand the consumed messages and fired timers to Execute as
 // `conditions`.
 //
-// Evaluating a wait is the host's job today: Result.wait returns the wait
-// document of <dexagents/flow.h>. A helper of the C library that evaluates a
-// wait against the host's state is being added; it will be bound here as
-// evaluateWait() next to Result.wait (this is the hook), so a JavaScript
-// host (the Restate example) need not re-implement those rules.
+// evaluateWait() is the library's wait helper (dexa_wait_evaluate(3)): it
+// tells whether a stored wait is satisfied by the host's channels and
+// timers, which messages Execute then consumes, and when to look again;
+// WaitEvaluation.take() takes those messages from an in-memory host's
+// channels and builds Execute's `conditions`.
 //
 // The JSON documents of the flow protocol (wait, decision, response, the
 // flow description, attribute values) are kept as the library wrote them
@@ -204,6 +204,92 @@ async function dispatch(agent, call, reader, options = {}) {
   return settleDispatch(r, failure);
 }
 
+/** A wait's channels (its channel conditions, in order, once each). */
+function waitChannels(wait) {
+  const out = [];
+  for (const c of (wait && wait.conditions) || []) {
+    if (c && typeof c.channel === 'string' && !out.includes(c.channel)) out.push(c.channel);
+  }
+  return out;
+}
+
+/** {channel: queued} from an object, a Map or a function(channel). */
+function channelCountsText(counts, wait) {
+  if (counts === undefined || counts === null) return null;
+  let obj = counts;
+  if (typeof counts === 'function') {
+    obj = {};
+    for (const ch of waitChannels(typeof wait === 'string' ? parse(wait) : wait)) obj[ch] = counts(ch);
+  } else if (counts instanceof Map) {
+    obj = Object.fromEntries(counts);
+  } else if (typeof counts !== 'object' || Array.isArray(counts)) {
+    throw new TypeError('channelCounts must be an object, a Map or a function(channel)');
+  }
+  return JSON.stringify(obj);
+}
+
+function checkTime(v, name) {
+  if (!Number.isSafeInteger(v)) throw new TypeError(`${name} must be an integer (ms since the epoch)`);
+}
+
+/** What evaluateWait() said of a wait (dexa_wait_evaluate(3)). */
+class WaitEvaluation {
+  constructor(text) {
+    const d = JSON.parse(text);
+    /** The answer as the library wrote it (snake_case). */
+    this.document = d;
+    /** True when Execute may run now, with the messages of `consume`. */
+    this.ready = d.ready;
+    /** The ids of the timer conditions that fired. */
+    this.fired = d.fired;
+    /** When ready: [{id, channel, count}], the oldest `count` messages of
+     * each channel to take, in this order. Empty otherwise. */
+    this.consume = d.consume;
+    /** Every channel the wait watches: evaluate again when one gets a message. */
+    this.channels = d.channels;
+    /** Every timer condition: [{id, timerMs, dueMs}]. */
+    this.timers = d.timers.map((t) => ({ id: t.id, timerMs: t.timer_ms, dueMs: t.due_ms }));
+    /** The earliest timer not fired (ms since the epoch), or null: evaluate again then. */
+    this.nextDueMs = d.next_due_ms;
+  }
+
+  /** For a ready wait: removes the consumed messages from channels (a Map or
+   * an object of channel -> array, oldest first) and returns Execute's
+   * conditions {fired, channels: {<condition id>: [messages]}}. */
+  take(channels) {
+    if (!this.ready) throw new Error('take: the wait is not ready');
+    const get = (name) => (channels instanceof Map ? channels.get(name) : channels[name]) || [];
+    const got = {};
+    for (const c of this.consume) {
+      const queue = get(c.channel);
+      if (queue.length < c.count) throw new Error(`take: channel ${c.channel} holds fewer than ${c.count} messages`);
+      got[c.id] = (got[c.id] || []).concat(queue.splice(0, c.count));
+    }
+    return { fired: this.fired, channels: got };
+  }
+}
+
+/** Evaluates a stored wait (Result.wait: an object, its JSON text or a
+ * RawJSON; null: no wait) against the host's state: {nowMs, startedMs (when
+ * the wait was stored), fired (ids of timers the host's own timers fired;
+ * absent: timers fire by nowMs), channelCounts ({channel: queued}, a Map, or
+ * a function(channel) -> queued)}. Synchronous and pure. */
+function evaluateWait(wait, state) {
+  const s = checkOptions(state, ['nowMs', 'startedMs', 'fired', 'channelCounts'], 'evaluateWait');
+  const nowMs = s.nowMs === undefined ? Date.now() : s.nowMs;
+  const startedMs = s.startedMs === undefined ? nowMs : s.startedMs;
+  checkTime(nowMs, 'nowMs');
+  checkTime(startedMs, 'startedMs');
+  if (s.fired !== undefined && s.fired !== null && !Array.isArray(s.fired)) {
+    throw new TypeError('fired must be an array of timer condition ids');
+  }
+  const waitText = typeof wait === 'string' ? wait : jsonText(wait);
+  const counts = channelCountsText(s.channelCounts, wait instanceof RawJSON ? wait.text : wait);
+  const text = rethrow(() => native().waitEvaluate(waitText, nowMs, startedMs,
+    s.fired === undefined || s.fired === null ? null : JSON.stringify(s.fired), counts));
+  return new WaitEvaluation(text);
+}
+
 /** A Step method the embedded runtime claimed for you (Runtime.poll()):
  * `call` describes it; dispatch() runs it with the runtime's store as the
  * reader; hand the result to Runtime.complete() (or give the task back
@@ -233,4 +319,5 @@ class Task {
   }
 }
 
-module.exports = { CallKind, MemoryAttributes, Result, Task, RawJSON, dispatch, withSignal };
+module.exports = { CallKind, MemoryAttributes, Result, Task, RawJSON, WaitEvaluation, dispatch,
+  evaluateWait, withSignal };

@@ -3,12 +3,14 @@
  * Modules: api (the library, opened with dlopen), common (values, errors,
  * jobs on threads of their own), agent (models, agents, JavaScript tools,
  * MCP), model (models and harnesses written in JavaScript), runtime (client operations, waits, tasks, closing), host (dispatch
- * with a JavaScript reader, results). index.js is the JavaScript half. */
+ * with a JavaScript reader, results), wait (the host's wait helper).
+ * index.js is the JavaScript half. */
 #include "agent.h"
 #include "common.h"
 #include "host.h"
 #include "model.h"
 #include "runtime.h"
+#include "wait.h"
 
 /* The environment is going away (process exit, or a worker thread's end)
  * with runtimes still open: no JavaScript runs any more. Tool calls waiting
@@ -62,6 +64,7 @@ static napi_value init(napi_env env, napi_value exports) {
       FN("taskDispatch", js_task_dispatch),
       FN("dispatch", js_dispatch),
       FN("resultRead", js_result_read),
+      FN("waitEvaluate", js_wait_evaluate),
   };
   napi_define_properties(env, exports, sizeof d / sizeof d[0], d);
   napi_add_env_cleanup_hook(env, env_cleanup, st);

@@ -27,7 +27,8 @@
   X(dexa_result_errmsg) X(dexa_result_retry_after_ms) X(dexa_result_write_count)         \
   X(dexa_result_write_at) X(dexa_result_publish_count) X(dexa_result_publish_at)         \
   X(dexa_result_event_count) X(dexa_result_event_at) X(dexa_result_wait)                 \
-  X(dexa_result_decision) X(dexa_result_response) X(dexa_runtime_options_init)           \
+  X(dexa_result_decision) X(dexa_result_response) X(dexa_wait_state_init)               \
+  X(dexa_wait_evaluate) X(dexa_runtime_options_init)                                     \
   X(dexa_runtime_new) X(dexa_runtime_free) X(dexa_runtime_errmsg)                        \
   X(dexa_runtime_start_session) X(dexa_runtime_call) X(dexa_runtime_list_sessions)       \
   X(dexa_runtime_read_events) X(dexa_runtime_poll) X(dexa_task_call)                     \

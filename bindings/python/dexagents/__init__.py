@@ -51,8 +51,8 @@ from .errors import (CODES, OK, AlreadyExistsError, AuthError, BadStateError,
                      UnknownKeyError, UnknownRPCError, UnknownStepError, UnsupportedError,
                      UsageError, BusyError, error_class, error_for, error_name,
                      exception_class, strerror)
-from .host import (AttributeReader, CallKind, DictAttributes, Publish, RawJSON, Result,
-                   StepCall, Task, Wait, Write)
+from .host import (AttributeReader, CallKind, Consume, DictAttributes, Publish, RawJSON, Result,
+                   StepCall, Task, TimerDue, Wait, WaitEvaluation, Write, evaluate_wait)
 from .runtime import Runtime
 from .types import (EVENT_TYPES, ContextSummary, Event, Message, MessagePage, PendingItem, Plan,
                     PlanExecution, QueuedMessage, Record, SendResult, SessionInfo, SessionPage,
@@ -82,7 +82,7 @@ __all__ = [
     "Runtime", "AsyncRuntime",
     # host-driven mode
     "AttributeReader", "CallKind", "DictAttributes", "Publish", "RawJSON", "Result", "StepCall",
-    "Task", "Wait", "Write",
+    "Task", "Wait", "Write", "WaitEvaluation", "Consume", "TimerDue", "evaluate_wait",
     # typed documents
     "Record", "Snapshot", "SessionSettings", "Turn", "Transcript", "Plan", "Todo", "Message",
     "ToolCallRequest", "QueuedMessage", "PendingItem", "TurnControl", "ContextSummary",

@@ -218,6 +218,23 @@ int dexa_result_wait(const dexa_result *result, const char **json, size_t *len);
 int dexa_result_decision(const dexa_result *result, const char **json, size_t *len);
 int dexa_result_response(const dexa_result *result, const char **json, size_t *len);
 int dexa_result_json(char **out, size_t *out_len, const dexa_result *result);
+typedef int (*dexa_channel_count_fn)(void *user_data, const char *channel, size_t channel_len,
+                                     int64_t *count);
+typedef struct dexa_wait_state {
+  uint32_t struct_size;
+  int32_t reserved0;
+  int64_t now_ms;
+  int64_t started_ms;
+  const char *fired;
+  size_t fired_len;
+  const char *channel_counts;
+  size_t channel_counts_len;
+  void *channel_user_data;
+  dexa_channel_count_fn channel_count;
+} dexa_wait_state;
+int dexa_wait_state_init(dexa_wait_state *state, size_t struct_size);
+int dexa_wait_evaluate(char **out, size_t *out_len, const char *wait_json, size_t wait_len,
+                       const dexa_wait_state *state);
 
 /* runtime.h */
 typedef int64_t (*dexa_clock_fn)(void *user_data);

@@ -14,11 +14,12 @@ The cycle of a host (see examples/host-loop for one in C):
 4. evaluate each wait against your channels and timers, and hand the
    consumed messages and fired timers to Execute as ``conditions``.
 
-Step 4 is the host's job today: :attr:`Result.wait` returns the wait as a
-typed :class:`Wait`. A helper of the C library that evaluates a wait against
-the host's state is being added; it will be bound here as
-``Wait.evaluate(...)`` (the hook is :class:`Wait`), so a host in Python need
-not re-implement the rules of <dexagents/flow.h>.
+For step 4, :meth:`Wait.evaluate` (or :func:`evaluate_wait`) is the
+library's wait helper (dexa_wait_evaluate(3)): from your channel counts and
+timers it tells whether the wait is satisfied, which messages Execute
+consumes, and when to look again (:class:`WaitEvaluation`);
+:meth:`WaitEvaluation.take` takes those messages from an in-memory host's
+channels and builds Execute's ``conditions``.
 
 With the embedded runtime as the host, :meth:`Runtime.poll
 <dexagents.Runtime.poll>` claims a ready Step as a :class:`Task` whose call
@@ -32,7 +33,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, MutableMapping,
-                    Optional, Protocol, Tuple)
+                    Optional, Protocol, Tuple, Union)
 
 
 from ._native import enc, ffi, lib, s, span, take
@@ -158,6 +159,10 @@ class Publish:
     value: str
 
 
+#: How many messages each channel holds: a mapping, or a function of the channel.
+ChannelCounts = Optional[Union[Mapping[str, int], Callable[[str], int]]]
+
+
 @dataclass(frozen=True)
 class Condition:
     """One condition of a :class:`Wait`: a channel holding at least ``min``
@@ -179,9 +184,8 @@ class Wait:
     timers first, then channels, wins and alone consumes) or "all", and its
     conditions. ``raw`` is the JSON object of <dexagents/flow.h>.
 
-    Evaluating it against the host's channels and timers is the host's job
-    for now; the C library's wait evaluator will be bound here as
-    ``evaluate`` once it exists."""
+    :meth:`evaluate` tells when it is satisfied by the host's channels and
+    timers."""
 
     mode: str
     conditions: List[Condition]
@@ -194,6 +198,153 @@ class Wait:
                            max=c.get("max"), timer_ms=c.get("timer_ms"), raw=c)
                  for c in raw.get("conditions", []) if isinstance(c, Mapping)]
         return cls(mode=str(raw.get("mode", "any")), conditions=conds, raw=raw)
+
+    def evaluate(self, *, now_ms: Optional[int] = None, started_ms: Optional[int] = None,
+                 fired: Optional[Iterable[str]] = None,
+                 channel_counts: ChannelCounts = None) -> "WaitEvaluation":
+        """:func:`evaluate_wait` of this wait."""
+        return evaluate_wait(self, now_ms=now_ms, started_ms=started_ms, fired=fired,
+                             channel_counts=channel_counts)
+
+
+@dataclass(frozen=True)
+class Consume:
+    """Take the ``count`` oldest messages of ``channel`` for condition ``id``."""
+
+    id: str
+    channel: str
+    count: int
+
+
+@dataclass(frozen=True)
+class TimerDue:
+    """A timer condition of a wait and when it is due (ms since the epoch)."""
+
+    id: str
+    timer_ms: int
+    due_ms: int
+
+
+@dataclass(frozen=True)
+class WaitEvaluation:
+    """What :func:`evaluate_wait` said of a wait (dexa_wait_evaluate(3)).
+
+    ``ready``: Execute may run now with the messages of ``consume`` (in that
+    order) and the timers of ``fired``. ``channels``: evaluate again when one
+    of them gets a message; ``next_due_ms``: the earliest timer not fired
+    (None when there is none, or when ready). ``raw`` is the library's
+    document."""
+
+    ready: bool
+    fired: List[str]
+    consume: List[Consume]
+    channels: List[str]
+    timers: List[TimerDue]
+    next_due_ms: Optional[int]
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> "WaitEvaluation":
+        """The typed view of the library's answer."""
+        return cls(ready=bool(raw["ready"]), fired=list(raw["fired"]),
+                   consume=[Consume(c["id"], c["channel"], int(c["count"])) for c in raw["consume"]],
+                   channels=list(raw["channels"]),
+                   timers=[TimerDue(t["id"], int(t["timer_ms"]), int(t["due_ms"]))
+                           for t in raw["timers"]],
+                   next_due_ms=raw.get("next_due_ms"), raw=raw)
+
+    def take(self, channels: MutableMapping[str, List[Any]]) -> Dict[str, Any]:
+        """For a ready wait: removes the consumed messages from ``channels``
+        (channel -> list, oldest first) and returns Execute's conditions
+        ``{"fired": [...], "channels": {<condition id>: [messages]}}``.
+        Raises ValueError when the wait is not ready or a channel holds fewer
+        messages than it consumes."""
+        if not self.ready:
+            raise ValueError("take: the wait is not ready")
+        got: Dict[str, List[Any]] = {}
+        for c in self.consume:
+            queue = channels.get(c.channel, [])
+            if len(queue) < c.count:
+                raise ValueError("take: channel %s holds fewer than %d messages"
+                                 % (c.channel, c.count))
+            got.setdefault(c.id, []).extend(queue[:c.count])
+            del queue[:c.count]
+        return {"fired": list(self.fired), "channels": got}
+
+
+class _CountContext:
+    __slots__ = ("count", "error")
+
+    def __init__(self, count: Callable[[str], int]) -> None:
+        self.count = count
+        self.error: Optional[BaseException] = None
+
+
+@ffi.callback("int(void *, const char *, size_t, int64_t *)", error=DEXA_E_CALLBACK_FAILED)
+def _channel_count(user_data: Any, channel: Any, channel_len: int, out: Any) -> int:
+    ctx: _CountContext = ffi.from_handle(user_data)
+    try:
+        out[0] = int(ctx.count(ffi.unpack(channel, channel_len).decode("utf-8")))
+        return OK
+    except BaseException as e:  # noqa: BLE001 - re-raised after the evaluation
+        ctx.error = ctx.error or e
+        return DEXA_E_CALLBACK_FAILED
+
+
+def evaluate_wait(wait: Any, *, now_ms: Optional[int] = None, started_ms: Optional[int] = None,
+                  fired: Optional[Iterable[str]] = None,
+                  channel_counts: ChannelCounts = None) -> WaitEvaluation:
+    """Evaluates a stored wait against the host's state (dexa_wait_evaluate(3)).
+
+    ``wait`` is a :class:`Wait`, its JSON object, its text (or
+    :class:`RawJSON`), or None (no wait: ready at once). ``now_ms`` is the
+    host's clock (default: now); ``started_ms`` when the wait was stored
+    (its timers count from it; default ``now_ms``). ``fired`` lists the timer
+    condition ids that the host's own durable timers fired; None fires
+    timers by ``now_ms``. ``channel_counts`` says how many messages each
+    channel holds: a mapping (absent channels hold none) or a callable
+    ``count(channel) -> int``. Pure and quick. Raises
+    :class:`~dexagents.InvalidJSONError` for a malformed wait, fired list or
+    count, :class:`~dexagents.CallbackFailedError` when ``count`` raised
+    (the exception is its ``__cause__``) or returned a negative number."""
+    if isinstance(wait, Wait):
+        wait = wait.raw
+    if isinstance(wait, str):
+        wait = RawJSON(wait)
+    now = int(time.time() * 1000) if now_ms is None else int(now_ms)
+    st = ffi.new("dexa_wait_state *")
+    check(lib.dexa_wait_state_init(st, ffi.sizeof("dexa_wait_state")))
+    st.now_ms = now
+    st.started_ms = now if started_ms is None else int(started_ms)
+    keep = []
+
+    def text(value: Any) -> Tuple[Any, int]:
+        data = _json_text(value)
+        if data is None:
+            return ffi.NULL, 0
+        keep.append(ffi.new("char[]", data))
+        return keep[-1], len(data)
+
+    if fired is not None:
+        if isinstance(fired, (str, bytes)):
+            raise TypeError("fired must be a list of timer condition ids")
+        st.fired, st.fired_len = text(list(fired))
+    ctx = None
+    if callable(channel_counts):
+        ctx = _CountContext(channel_counts)
+        keep.append(ffi.new_handle(ctx))
+        st.channel_user_data = keep[-1]
+        st.channel_count = _channel_count
+    elif channel_counts is not None:
+        st.channel_counts, st.channel_counts_len = text(dict(channel_counts))
+    w, wl = text(wait)
+    out, out_len = ffi.new("char **"), ffi.new("size_t *")
+    rc = lib.dexa_wait_evaluate(out, out_len, w, wl, st)
+    if ctx is not None and ctx.error is not None:
+        raise error_for(DEXA_E_CALLBACK_FAILED, "channel_counts raised %s: %s"
+                        % (type(ctx.error).__name__, ctx.error)) from ctx.error
+    check(rc, "the wait cannot be evaluated" if rc != OK else "")
+    return WaitEvaluation.from_json(json.loads(take(out, out_len) or "{}"))
 
 
 class Result:
