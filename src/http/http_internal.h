@@ -89,7 +89,7 @@ int64_t dexa__http_mono_ms(void);
 int dexa__http_random(dexa_http_agent_routes *routes, unsigned char *out, size_t n);
 
 /* A field of a JSON request body. */
-typedef enum field_type { F_STR, F_BOOL, F_INT, F_ARRAY } field_type;
+typedef enum field_type { F_STR, F_BOOL, F_INT, F_ARRAY, F_OBJECT } field_type;
 typedef struct field {
   const char *name;
   field_type type;

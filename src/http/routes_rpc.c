@@ -25,7 +25,10 @@ static const field F_SEND[] = {{"text", F_STR, 1}, {"plan_mode", F_BOOL, 0}};
 static const field F_MESSAGE_ID[] = {{"message_id", F_STR, 1}};
 static const field F_APPROVAL[] = {
     {"call_id", F_STR, 1}, {"decision", F_STR, 1}, {"note", F_STR, 0}};
-static const field F_ANSWER[] = {{"call_id", F_STR, 1}, {"answer", F_STR, 1}};
+/* ask_user takes an answer; a tool's question also a decline or a cancel
+ * (action) and form fields (answer_question checks them against it). */
+static const field F_ANSWER[] = {
+    {"call_id", F_STR, 1}, {"answer", F_STR, 0}, {"action", F_STR, 0}, {"fields", F_OBJECT, 0}};
 static const field F_REVISION[] = {{"revision", F_INT, 1}};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -58,6 +61,7 @@ static int type_ok(const cJSON *v, field_type t) {
   if (t == F_STR) return cJSON_IsString(v);
   if (t == F_BOOL) return cJSON_IsBool(v);
   if (t == F_ARRAY) return cJSON_IsArray(v);
+  if (t == F_OBJECT) return cJSON_IsObject(v);
   int64_t n;
   return dexa__json_exact_int(v, &n);
 }
@@ -89,6 +93,7 @@ cJSON *dexa__http_parse_body(const dexa__buf *body, const field *fields, size_t 
       const char *fmt = f->type == F_STR     ? "\"%s\" must be a string"
                         : f->type == F_BOOL  ? "\"%s\" must be true or false"
                         : f->type == F_ARRAY ? "\"%s\" must be an array"
+                        : f->type == F_OBJECT ? "\"%s\" must be an object"
                                              : "\"%s\" must be an integer";
       bad_request(reply, DEXA_E_INVALID_JSON, fmt, f->name);
     } else {

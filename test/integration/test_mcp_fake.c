@@ -95,7 +95,9 @@ typedef struct call_out {
 } call_out;
 
 static void call(dexa_tool_source *s, const char *name, const char *args, call_out *o) {
-  dexa_tool_invocation inv = {name, "c1", "s1", "s1:c1", args, strlen(args), 1};
+  dexa_tool_invocation inv = {.name = name, .call_id = "c1", .session_id = "s1",
+                              .idempotency_key = "s1:c1", .arguments = args,
+                              .arguments_len = strlen(args), .attempt = 1};
   dexa_tool_output out;
   dexa__tool_output_init(&out);
   o->rc = s->vt.call_tool(s->user_data, &inv, &out);
