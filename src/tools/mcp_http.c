@@ -9,7 +9,13 @@
  * Mcp-Method and Mcp-Name instead of a session.
  *
  * No standalone GET listen stream is opened: tool lists of HTTP servers are
- * cached for a short time instead (mcp_source.c). */
+ * cached for a short time instead (mcp_source.c).
+ *
+ * Authorization: the OAuth client's access token goes on every request
+ * (unless the configuration sets its own Authorization header); a 401, or
+ * a 403 whose WWW-Authenticate asks for more scope, comes back as
+ * DEXA_E_AUTH with the challenge for mcp_oauth.c. Token values never go
+ * into an error message. */
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +26,7 @@
 #include "dexagents/errors.h"
 #include "util/curl_global.h"
 #include "tools/mcp_internal.h"
+#include "tools/mcp_oauth.h"
 
 #define MAX_RESUMES 50
 #define DEFAULT_RETRY_MS 1000
@@ -77,28 +84,23 @@ typedef struct xfer {
   int got_response;
   int too_large;
   int timed_out;
+  char www_auth[2048]; /* the WWW-Authenticate of a refusal */
 } xfer;
 
 /* 1 when the request with id has its response (or is no longer waited
  * for); *deadline receives its current deadline (progress moves it). */
 static int response_done(dexa__mcp_client *c, const char *id, int64_t *deadline) {
   if (!id[0]) return 0;
-  pthread_mutex_lock(&c->mu);
-  int done = 1;
-  for (dexa__mcp_pending *p = c->pending; p; p = p->next)
-    if (strcmp(p->id, id) == 0) {
-      done = p->done;
-      if (deadline) *deadline = p->deadline_ms;
-    }
-  pthread_mutex_unlock(&c->mu);
-  return done;
+  int64_t d = dexa__mcp_request_deadline(c, id); /* 0: answered or no longer waited for */
+  if (deadline && d) *deadline = d;
+  return d == 0;
 }
 
 static int on_sse_event(void *ud, const dexa__sse_event *ev) {
   xfer *x = ud;
   if (ev->data_len == 0) return 0; /* priming event (id only) */
   if (ev->event[0] && strcmp(ev->event, "message") != 0) return 0;
-  dexa__mcp_client_on_message(x->h->c, x->gen, ev->data, ev->data_len);
+  dexa__mcp_client_on_message(x->h->c, x->gen, x->wait_id, ev->data, ev->data_len);
   if (response_done(x->h->c, x->wait_id, NULL)) {
     x->got_response = 1;
     return 1; /* stop reading: the server should end the stream now anyway */
@@ -122,6 +124,9 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
   } else if (kl == 14 && strncasecmp(buf, "mcp-session-id", 14) == 0 && vl < sizeof x->session_id) {
     memcpy(x->session_id, v, vl);
     x->session_id[vl] = '\0';
+  } else if (kl == 16 && strncasecmp(buf, "www-authenticate", 16) == 0 && vl < sizeof x->www_auth) {
+    memcpy(x->www_auth, v, vl);
+    x->www_auth[vl] = '\0';
   }
   return len;
 }
@@ -149,13 +154,14 @@ static size_t on_body(char *buf, size_t size, size_t n, void *ud) {
 
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
   xfer *x = ud;
-  int64_t soft = x->deadline_ms; /* the request's own deadline, moved on by progress */
-  if (response_done(x->h->c, x->wait_id, &soft) && x->wait_id[0]) {
+  /* A request's deadline as it stands (progress and an open question move
+   * it); a notification's is fixed. */
+  int64_t until = x->deadline_ms;
+  if (x->wait_id[0] && response_done(x->h->c, x->wait_id, &until)) {
     x->got_response = 1;
     return 1;
   }
-  int64_t now = dexa__mcp_now_ms();
-  if (now >= x->deadline_ms || now >= soft) {
+  if (dexa__mcp_now_ms() >= until) {
     x->timed_out = 1;
     return 1;
   }
@@ -181,6 +187,13 @@ static struct curl_slist *common_headers(dexa__mcp_http *h, const char *session,
   if (!l) return NULL;
   for (size_t i = 0; i < c->cfg.headerc; i++)
     if (!(l = add_header(l, c->cfg.headers[i].key, c->cfg.headers[i].value))) return NULL;
+  char *bearer = c->oauth ? dexa__mcp_oauth_bearer(c) : NULL;
+  if (bearer) {
+    l = add_header(l, "Authorization", bearer);
+    memset(bearer, 0, strlen(bearer));
+    free(bearer);
+    if (!l) return NULL;
+  }
   const char *version = c->era == DEXA__MCP_ERA_MODERN ? "2026-07-28" : c->version;
   if (version[0] && !(method && strcmp(method, "initialize") == 0))
     if (!(l = add_header(l, "MCP-Protocol-Version", version))) return NULL;
@@ -195,6 +208,9 @@ static CURLcode perform(xfer *x, const char *url, struct curl_slist *headers, co
   if (!curl) return CURLE_FAILED_INIT;
   int64_t left = x->deadline_ms - dexa__mcp_now_ms();
   if (left < 1) left = 1;
+  /* A request's stream may outlive its first deadline (progress, an open
+   * question): on_progress enforces the deadline as it stands. */
+  if (x->wait_id[0]) left = 30LL * 24 * 3600 * 1000;
   curl_easy_setopt(curl, CURLOPT_URL, url);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
@@ -261,7 +277,7 @@ static int classify(xfer *x, CURLcode cc, int had_session, char *err, size_t err
     return DEXA_E_TIMEOUT;
   }
   if (x->mode == 1 && x->body.len) { /* a JSON body, whatever the status */
-    dexa__mcp_client_on_message(x->h->c, x->gen, x->body.data, x->body.len);
+    dexa__mcp_client_on_message(x->h->c, x->gen, x->wait_id, x->body.data, x->body.len);
     if (response_done(x->h->c, x->wait_id, NULL)) return DEXA_OK;
   }
   if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR) {
@@ -272,6 +288,11 @@ static int classify(xfer *x, CURLcode cc, int had_session, char *err, size_t err
                            strstr(x->body.data, "ession"))) {
     snprintf(err, err_size, "HTTP %ld: the session is gone", x->status);
     return had_session ? DEXA_E_NOT_FOUND : DEXA_E_PERMANENT;
+  }
+  if (x->status == 401 || (x->status == 403 && strstr(x->www_auth, "insufficient_scope"))) {
+    snprintf(err, err_size, "HTTP %ld: the server needs %s", x->status,
+             x->status == 401 ? "authorization" : "more scope");
+    return DEXA_E_AUTH;
   }
   if (x->status >= 400) {
     snprintf(err, err_size, "HTTP %ld%s%.200s", x->status, x->body.len ? ": " : "",
@@ -286,6 +307,14 @@ static int classify(xfer *x, CURLcode cc, int had_session, char *err, size_t err
 int dexa__mcp_http_post(dexa__mcp_http *h, uint64_t generation, const char *body,
                         const char *wait_id, const char *method, const char *name,
                         int64_t deadline_ms, char *err, size_t err_size) {
+  return dexa__mcp_http_post_auth(h, generation, body, wait_id, method, name, deadline_ms, NULL,
+                                  err, err_size);
+}
+
+int dexa__mcp_http_post_auth(dexa__mcp_http *h, uint64_t generation, const char *body,
+                             const char *wait_id, const char *method, const char *name,
+                             int64_t deadline_ms, dexa__mcp_http_auth *auth, char *err,
+                             size_t err_size) {
   dexa__mcp_client *c = h->c;
   char *session = c->era == DEXA__MCP_ERA_MODERN ? NULL : session_copy(h);
   struct curl_slist *hd = common_headers(h, session, method, "application/json, text/event-stream");
@@ -315,12 +344,17 @@ int dexa__mcp_http_post(dexa__mcp_http *h, uint64_t generation, const char *body
     pthread_mutex_unlock(&h->mu);
   }
   int rc = classify(&x, cc, session != NULL, err, err_size);
+  if (rc == DEXA_E_AUTH && auth) {
+    auth->status = x.status;
+    snprintf(auth->challenge, sizeof auth->challenge, "%s", x.www_auth);
+  }
   /* An SSE stream that ended early with an event id is resumed by GET. */
   for (int i = 0; rc == DEXA_E_IO && x.mode == 2 && x.sse.last_id[0] && wait_id[0] &&
                   c->era != DEXA__MCP_ERA_MODERN && i < MAX_RESUMES;
        i++) {
     int64_t wait = x.sse.retry_ms >= 0 ? x.sse.retry_ms : DEFAULT_RETRY_MS;
-    if (dexa__mcp_now_ms() + wait >= x.deadline_ms) {
+    int64_t until = dexa__mcp_request_deadline(c, wait_id);
+    if (!until || dexa__mcp_now_ms() + wait >= until) {
       rc = DEXA_E_TIMEOUT;
       snprintf(err, err_size, "no response within the timeout");
       break;
