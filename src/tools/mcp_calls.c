@@ -21,6 +21,8 @@
 #include "dexagents/errors.h"
 #include "tools/mcp_internal.h"
 
+#define LISTEN_WAIT_MS 5000
+
 void dexa__mcp_server_request_free(dexa__mcp_server_request *r) {
   while (r) {
     dexa__mcp_server_request *next = r->next;
@@ -89,7 +91,12 @@ int dexa__mcp_call_start(dexa__mcp_client *c, const char *key, cJSON *params, in
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_mutex_lock(&c->mu);
   c->runners++; /* closing the client waits for its runners */
+  int listen = c->http && c->era != DEXA__MCP_ERA_MODERN &&
+               (c->cfg.elicitation || c->cfg.sampling != DEXA__MCP_SAMPLING_OFF || c->cfg.rootc);
   pthread_mutex_unlock(&c->mu);
+  /* Requests the server sends apart from our tools/call come on the
+   * listen stream: open it first. */
+  if (listen) dexa__mcp_http_listen(c->http, LISTEN_WAIT_MS);
   pthread_t t;
   int err = pthread_create(&t, &attr, runner, call);
   pthread_attr_destroy(&attr);

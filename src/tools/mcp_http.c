@@ -34,7 +34,13 @@
 struct dexa__mcp_http {
   dexa__mcp_client *c;
   pthread_mutex_t mu;
+  pthread_cond_t cv;
   char *session_id;
+  /* The GET listen stream (dexa__mcp_http_listen), guarded by mu. */
+  int listening;     /* its thread runs */
+  int listen_state;  /* 0 connecting, 1 open, 2 refused by the server */
+  int listen_joined; /* the thread was joined (or never started) */
+  pthread_t listener;
 };
 
 int dexa__mcp_http_new(dexa__mcp_http **out, dexa__mcp_client *c) {
@@ -43,13 +49,22 @@ int dexa__mcp_http_new(dexa__mcp_http **out, dexa__mcp_client *c) {
   if (!h) return DEXA_E_NOMEM;
   h->c = c;
   pthread_mutex_init(&h->mu, NULL);
+  pthread_cond_init(&h->cv, NULL);
+  h->listen_joined = 1;
   *out = h;
   return DEXA_OK;
 }
 
 void dexa__mcp_http_free(dexa__mcp_http *h) {
   if (!h) return;
+  /* The listener ends on its own once no tool call is in flight. */
+  pthread_mutex_lock(&h->mu);
+  int join = !h->listen_joined;
+  h->listen_joined = 1;
+  pthread_mutex_unlock(&h->mu);
+  if (join) pthread_join(h->listener, NULL);
   free(h->session_id);
+  pthread_cond_destroy(&h->cv);
   pthread_mutex_destroy(&h->mu);
   free(h);
 }
@@ -85,6 +100,7 @@ typedef struct xfer {
   int too_large;
   int timed_out;
   char www_auth[2048]; /* the WWW-Authenticate of a refusal */
+  int listen;          /* the GET listen stream: open while tool calls run */
 } xfer;
 
 /* 1 when the request with id has its response (or is no longer waited
@@ -131,6 +147,26 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
   return len;
 }
 
+/* Header lines of the listen stream: once it is a 200 event stream, a
+ * tool call may start (the server only sends there while it is open). */
+static size_t on_listen_header(char *buf, size_t size, size_t n, void *ud) {
+  xfer *x = ud;
+  size_t len = on_header(buf, size, n, ud);
+  if (len > 5 && strncmp(buf, "HTTP/", 5) == 0) {
+    const char *sp = memchr(buf, ' ', len);
+    x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+  }
+  if ((len == 2 && buf[0] == '\r') || (len == 1 && buf[0] == '\n')) { /* the end of the headers */
+    dexa__mcp_http *h = x->h;
+    int open = x->status == 200 && strncasecmp(x->content_type, "text/event-stream", 17) == 0;
+    pthread_mutex_lock(&h->mu);
+    h->listen_state = open ? 1 : 2;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+  }
+  return len;
+}
+
 static size_t on_body(char *buf, size_t size, size_t n, void *ud) {
   xfer *x = ud;
   size_t len = size * n;
@@ -139,6 +175,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *ud) {
               : strncasecmp(x->content_type, "application/json", 16) == 0 ? 1
                                                                              : 3;
   }
+  if (x->listen && x->mode != 2) return 0; /* not a stream: the server has none to offer */
   if (x->mode == 2) {
     int rc = dexa__sse_feed(&x->sse, buf, len);
     if (rc < 0) x->too_large = 1;
@@ -152,8 +189,17 @@ static size_t on_body(char *buf, size_t size, size_t n, void *ud) {
   return x->body.oom ? 0 : len;
 }
 
+/* 1 while the listen stream of generation gen is wanted: a tool call runs. */
+static int listen_wanted(dexa__mcp_client *c, uint64_t gen) {
+  pthread_mutex_lock(&c->mu);
+  int wanted = c->runners > 0 && !c->closing && c->generation == gen;
+  pthread_mutex_unlock(&c->mu);
+  return wanted;
+}
+
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
   xfer *x = ud;
+  if (x->listen) return listen_wanted(x->h->c, x->gen) ? 0 : 1;
   /* A request's deadline as it stands (progress and an open question move
    * it); a notification's is fixed. */
   int64_t until = x->deadline_ms;
@@ -214,7 +260,7 @@ static CURLcode perform(xfer *x, const char *url, struct curl_slist *headers, co
   curl_easy_setopt(curl, CURLOPT_URL, url);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, x->listen ? on_listen_header : on_header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, x);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, x);
@@ -253,6 +299,7 @@ static void xfer_reset(xfer *x) { /* keeps the SSE last id and retry */
   x->mode = 0;
   x->status = 0;
   x->content_type[0] = '\0';
+  x->www_auth[0] = '\0';
 }
 
 static void xfer_free(xfer *x) {
@@ -377,6 +424,80 @@ int dexa__mcp_http_post_auth(dexa__mcp_http *h, uint64_t generation, const char 
   free(session);
   xfer_free(&x);
   return rc;
+}
+
+/* The listen stream (GET): a legacy-era server sends its own requests
+ * there when they are not tied to one of ours (server.request() in the TS
+ * SDK, an elicitation sent from a tool handler included); we attribute
+ * them to the one tool call in flight. Open while tool calls run, resumed
+ * with Last-Event-ID when the server ends it; a server that answers 405
+ * (or anything but an event stream) has none, and is not asked again. */
+static void *listen_main(void *arg) {
+  dexa__mcp_http *h = arg;
+  dexa__mcp_client *c = h->c;
+  pthread_mutex_lock(&c->mu);
+  uint64_t gen = c->generation;
+  pthread_mutex_unlock(&c->mu);
+  xfer x;
+  xfer_init(&x, h, gen, "", dexa__mcp_now_ms() + 30LL * 24 * 3600 * 1000);
+  x.listen = 1;
+  int refused = 0;
+  while (!refused && listen_wanted(c, gen)) {
+    char *session = session_copy(h);
+    struct curl_slist *hd = common_headers(h, session, NULL, "text/event-stream");
+    if (hd && x.sse.last_id[0]) hd = add_header(hd, "Last-Event-ID", x.sse.last_id);
+    free(session);
+    if (!hd) break;
+    xfer_reset(&x);
+    perform(&x, c->cfg.url, hd, NULL, "GET");
+    curl_slist_free_all(hd);
+    refused = x.status != 200 || x.mode != 2;
+    pthread_mutex_lock(&h->mu);
+    if (h->listen_state == 0 || refused) h->listen_state = refused ? 2 : 1;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    for (int64_t t = 0; !refused && t < (x.sse.retry_ms >= 0 ? x.sse.retry_ms : DEFAULT_RETRY_MS) &&
+                        listen_wanted(c, gen); t += 100)
+      sleep_ms(100);
+  }
+  xfer_free(&x);
+  pthread_mutex_lock(&h->mu);
+  h->listening = 0;
+  if (!refused) h->listen_state = 0; /* a later call opens it again */
+  pthread_cond_broadcast(&h->cv);
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
+void dexa__mcp_http_listen(dexa__mcp_http *h, int64_t wait_ms) {
+  pthread_mutex_lock(&h->mu);
+  if (h->listen_state == 2) { /* refused: the server has no listen stream */
+    pthread_mutex_unlock(&h->mu);
+    return;
+  }
+  if (!h->listening) {
+    if (!h->listen_joined) {
+      pthread_t old = h->listener;
+      h->listen_joined = 1;
+      pthread_mutex_unlock(&h->mu);
+      pthread_join(old, NULL); /* it ended: its generation or its calls are over */
+      pthread_mutex_lock(&h->mu);
+    }
+    h->listen_state = 0;
+    if (pthread_create(&h->listener, NULL, listen_main, h) == 0) {
+      h->listening = 1;
+      h->listen_joined = 0;
+    }
+  }
+  int64_t until = dexa__mcp_now_ms() + wait_ms;
+  while (h->listening && h->listen_state == 0 && dexa__mcp_now_ms() < until) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+  }
+  pthread_mutex_unlock(&h->mu);
 }
 
 void dexa__mcp_http_end_session(dexa__mcp_http *h) {

@@ -414,6 +414,10 @@ int dexa__mcp_http_post_auth(dexa__mcp_http *h, uint64_t generation, const char 
 /* The effective deadline of the request with id (progress and an open
  * question move it); 0 when it is no longer in flight. */
 int64_t dexa__mcp_request_deadline(dexa__mcp_client *c, const char *id);
+/* Opens the GET listen stream while tool calls run (legacy era), waiting
+ * up to wait_ms until it is open or refused, so a server request sent
+ * right after the tools/call finds it. */
+void dexa__mcp_http_listen(dexa__mcp_http *h, int64_t wait_ms);
 /* Ends the session with DELETE (when it has one) and forgets it. */
 void dexa__mcp_http_end_session(dexa__mcp_http *h);
 void dexa__mcp_http_reset_session(dexa__mcp_http *h);
