@@ -254,7 +254,7 @@ static void on_log(dexa__mcp_client *c, const dexa__rpc_msg *m) {
            : !strcmp(level, "warning")  ? 2
                                         : 1;
   char *text = cJSON_IsString(data) ? NULL : cJSON_PrintUnformatted(data);
-  dexa__mcp_log(c->host, lv, "mcp:%s: %s%s%s%.800s", c->cfg.name, level ? level : "log",
+  dexa__mcp_log(c->host, lv, "mcp:%s: %s%s%s: %.800s", c->cfg.name, level ? level : "log",
                 logger ? " " : "", logger ? logger : "",
                 cJSON_IsString(data) ? data->valuestring : text ? text : "");
   cJSON_free(text);

@@ -465,21 +465,26 @@ int dexa__mcp_oauth_recover(dexa__mcp_client *c, const char *method,
   int rc = DEXA_E_AUTH;
   cJSON *rec = load_tokens(c->host, &c->cfg);
   const char *stored = jstr(rec, "access_token");
+  const char *how = NULL;
   if (stored && (!used || strcmp(stored, used))) { /* a sign-in completed meanwhile */
     use_token(o, stored);
     rc = DEXA_OK;
-  } else if (refusal->status == 401 && rec && refresh(c, rec, err, err_size) == DEXA_OK) {
-    rc = DEXA_OK;
+    how = "the stored token";
+  } else if (refusal->status == 401 && jstr(rec, "refresh_token") &&
+             (rc = refresh(c, rec, err, err_size)) == DEXA_OK) {
+    how = "a refreshed token";
   } else if (c->cfg.auth.grant != DEXA__MCP_GRANT_CODE) {
     pthread_mutex_lock(&o->mu);
     int tries = ++o->headless;
     pthread_mutex_unlock(&o->mu);
+    how = "a new token of the configured grant";
     if (tries <= MAX_HEADLESS) rc = headless_grant(c, &ch, rec, err, err_size);
     else snprintf(err, err_size, "the server keeps refusing the %s grant's token (HTTP %ld)",
                   c->cfg.auth.grant == DEXA__MCP_GRANT_ENTERPRISE ? "enterprise" : "client credentials",
                   refusal->status);
     if (rc != DEXA_OK && rc != DEXA_E_NOMEM) rc = DEXA_E_AUTH;
   } else {
+    rc = DEXA_E_AUTH;
     if (refusal->status == 401 && used) use_token(o, NULL); /* refused: no use sending it */
     pthread_mutex_lock(&o->mu);
     o->want_signin = 1;
@@ -490,6 +495,9 @@ int dexa__mcp_oauth_recover(dexa__mcp_client *c, const char *method,
     else
       snprintf(err, err_size, "the server needs a sign-in (OAuth)");
   }
+  dexa__mcp_log(c->host, rc == DEXA_OK ? 3 : 2, "mcp:%s: HTTP %ld on %s: %s%s", c->cfg.name,
+                refusal->status, method ? method : "a message",
+                rc == DEXA_OK ? "sending it again with " : "", rc == DEXA_OK ? how : err);
   wipe_free(used);
   cJSON_Delete(rec);
   return rc;
