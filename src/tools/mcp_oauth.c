@@ -466,6 +466,7 @@ int dexa__mcp_oauth_recover(dexa__mcp_client *c, const char *method,
   cJSON *rec = load_tokens(c->host, &c->cfg);
   const char *stored = jstr(rec, "access_token");
   const char *how = NULL;
+  int again = 0;
   if (stored && (!used || strcmp(stored, used))) { /* a sign-in completed meanwhile */
     use_token(o, stored);
     rc = DEXA_OK;
@@ -487,6 +488,7 @@ int dexa__mcp_oauth_recover(dexa__mcp_client *c, const char *method,
     rc = DEXA_E_AUTH;
     if (refusal->status == 401 && used) use_token(o, NULL); /* refused: no use sending it */
     pthread_mutex_lock(&o->mu);
+    again = o->want_signin; /* said before: only the first time is news */
     o->want_signin = 1;
     pthread_mutex_unlock(&o->mu);
     if (refusal->status == 403)
@@ -495,7 +497,7 @@ int dexa__mcp_oauth_recover(dexa__mcp_client *c, const char *method,
     else
       snprintf(err, err_size, "the server needs a sign-in (OAuth)");
   }
-  dexa__mcp_log(c->host, rc == DEXA_OK ? 3 : 2, "mcp:%s: HTTP %ld on %s: %s%s", c->cfg.name,
+  dexa__mcp_log(c->host, rc == DEXA_OK ? 3 : again ? 4 : 2, "mcp:%s: HTTP %ld on %s: %s%s", c->cfg.name,
                 refusal->status, method ? method : "a message",
                 rc == DEXA_OK ? "sending it again with " : "", rc == DEXA_OK ? how : err);
   wipe_free(used);
