@@ -143,7 +143,7 @@ static void on_log(void *ud, int level, const char *message) {
 /* Two entries for the plain server (sampling auto and ask), one for the
  * server that wants OAuth. */
 static dexa_agent *make_agent(void) {
-  char json[2048], err[512];
+  char json[4096], err[512];
   snprintf(json, sizeof json,
            "{\"mcpServers\":{"
            "\"sdk\":{\"url\":\"http://127.0.0.1:%d/mcp\",\"trustAnnotations\":true,"
@@ -151,9 +151,11 @@ static dexa_agent *make_agent(void) {
            "\"roots\":[{\"uri\":\"file:///srv/project\",\"name\":\"project\"}]},"
            "\"sdkask\":{\"url\":\"http://127.0.0.1:%d/mcp\",\"trustAnnotations\":true,"
            "\"sampling\":\"ask\"},"
+           "\"local\":{\"command\":\"node\",\"args\":[\"sdk_server.mjs\",\"--stdio\",\"--count-dir\",\"%s\"],"
+           "\"cwd\":\"%s\",\"trustAnnotations\":true,\"elicitation\":true,\"sampling\":\"auto\"},"
            "\"safe\":{\"url\":\"http://127.0.0.1:%d/mcp\",\"trustAnnotations\":true,"
            "\"elicitation\":true,\"auth\":{\"clientName\":\"dexa test\"}}}}",
-           plain_port, plain_port, auth_port);
+           plain_port, plain_port, dir, npm_dir, auth_port);
   dexa_mcp_config_free(g_cfg);
   g_cfg = NULL;
   if (dexa_mcp_config_load(&g_cfg, NULL, json, strlen(json), err, sizeof err) != DEXA_OK) {
@@ -371,6 +373,26 @@ static void test_an_elicitation_waits_and_the_same_server_call_goes_on(void) {
   world_close(&w);
   CHECK_EQ_INT(count("ask_name", "start"), 1); /* parked and resumed, not run again */
   CHECK_EQ_INT(count("ask_name", "done"), 1);
+}
+
+/* Over stdio the server's requests come on the same pipe: they belong to
+ * the one tool call in flight. */
+static void test_elicitation_and_sampling_over_stdio(void) {
+  NEED_SERVERS();
+  world w;
+  CHECK(world_open(&w, 2) == 0);
+  CHECK_EQ_INT(start(w.rt, "s-stdio"), DEXA_OK);
+  CHECK_EQ_INT(say(w.rt, "s-stdio", "/tool local__ask_name {}"), DEXA_OK);
+  cJSON *q = pending_question(w.rt, "s-stdio");
+  CHECK(q);
+  CHECK_EQ_INT(answer(w.rt, "s-stdio", cJSON_GetStringValue(cJSON_GetObjectItem(q, "call_id")),
+                      ",\"fields\":{\"name\":\"Lin\",\"color\":\"red\"}"),
+               DEXA_OK);
+  cJSON_Delete(q);
+  CHECK(wait_for(w.rt, "s-stdio", "Hello Lin (red)"));
+  CHECK_EQ_INT(say(w.rt, "s-stdio", "/tool local__summarize {\"text\":\"over a pipe\"}"), DEXA_OK);
+  CHECK(wait_for(w.rt, "s-stdio", "model mock/dex said: Local demo response: over a pipe"));
+  world_close(&w);
 }
 
 static void test_a_decline_reaches_the_server(void) {
@@ -659,6 +681,7 @@ int main(void) {
   signal(SIGPIPE, SIG_IGN);
   if (setup() != 0 && !why_not[0]) snprintf(why_not, sizeof why_not, "set-up failed");
   RUN(test_an_elicitation_waits_and_the_same_server_call_goes_on);
+  RUN(test_elicitation_and_sampling_over_stdio);
   RUN(test_a_decline_reaches_the_server);
   RUN(test_an_approved_write_asks_and_runs_once);
   RUN(test_kill_while_a_read_asks_runs_it_again_and_answers_from_the_record);

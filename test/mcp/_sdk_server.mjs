@@ -4,6 +4,7 @@
 // port and prints "PORT <n>" once it listens.
 //
 //   node _sdk_server.mjs [--auth] [--count-dir DIR]
+//   node _sdk_server.mjs --stdio [--count-dir DIR]     (the same tools over stdio)
 //
 // Tools (each appends a line to DIR/<tool>.start when its handler starts and
 // DIR/<tool>.done when it finishes, so tests count runs at the server):
@@ -26,6 +27,7 @@ import { appendFileSync } from 'node:fs';
 import express from 'express';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
 import { InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
@@ -171,6 +173,13 @@ function newServer() {
   return s;
 }
 
+if (args.includes('--stdio')) {
+  await newServer().connect(new StdioServerTransport());
+} else {
+  serveHttp();
+}
+
+function serveHttp() {
 const app = express();
 app.use(express.json());
 const transports = new Map();
@@ -215,4 +224,5 @@ const server = app.listen(0, '127.0.0.1', () => {
   app.delete('/mcp', ...mcp, handle);
   console.log(`PORT ${port}`);
 });
+}
 process.on('SIGTERM', () => process.exit(0));
