@@ -24,7 +24,6 @@
 #include "tools/mcp_oauth.h"
 
 #include <ctype.h>
-#include <mbedtls/md.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -614,16 +613,6 @@ static int client_for(dexa__mcp_client *c, const dexa__oauth_server *srv, const 
   return rc;
 }
 
-/* PKCE S256: BASE64URL(SHA256(verifier)). */
-static int pkce_challenge(const char *verifier, dexa__buf *out) {
-  unsigned char hash[32];
-  const mbedtls_md_info_t *md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
-  if (!md || mbedtls_md(md, (const unsigned char *)verifier, strlen(verifier), hash) != 0)
-    return DEXA_E_INTERNAL;
-  dexa__base64url(out, hash, sizeof hash);
-  return out->oom ? DEXA_E_NOMEM : DEXA_OK;
-}
-
 int dexa__mcp_oauth_begin(dexa__mcp_client *c, const char *session_id, const char *call_id,
                           char **url, char *err, size_t err_size) {
   *url = NULL;
@@ -656,7 +645,7 @@ int dexa__mcp_oauth_begin(dexa__mcp_client *c, const char *session_id, const cha
   dexa__buf_init(&u);
   if (rc == DEXA_OK) rc = dexa__oauth_random(&verifier, 32); /* 43 characters */
   if (rc == DEXA_OK) rc = dexa__oauth_random(&state, 24);
-  if (rc == DEXA_OK) rc = pkce_challenge(dexa__buf_cstr(&verifier), &challenge);
+  if (rc == DEXA_OK) rc = dexa__oauth_pkce_challenge(dexa__buf_cstr(&verifier), &challenge);
   if (rc == DEXA_OK) {
     dexa__buf q;
     dexa__buf_init(&q);

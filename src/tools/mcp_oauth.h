@@ -85,6 +85,8 @@ char *dexa__query_get(const char *url, const char *name);
 /* base64url without padding of n bytes. */
 void dexa__base64url(dexa__buf *b, const unsigned char *data, size_t n);
 void dexa__base64(dexa__buf *b, const unsigned char *data, size_t n);
+/* PKCE S256 (RFC 7636): BASE64URL(SHA256(verifier)) appended to out. */
+int dexa__oauth_pkce_challenge(const char *verifier, dexa__buf *out);
 /* n random bytes as base64url (PKCE verifiers, state, JWT ids). */
 int dexa__oauth_random(dexa__buf *b, size_t n);
 /* "scheme://host[:port]" of url into out (size bytes); -1 when not a URL. */

@@ -4,6 +4,7 @@
  * small); redirects are not followed (an authorization server that moves
  * its metadata says so in the metadata). */
 #include <curl/curl.h>
+#include <mbedtls/md.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,4 +219,13 @@ void dexa__url_path(const char *url, char *out, size_t size) {
   const char *path = p ? p + 3 + strcspn(p + 3, "/?#") : url;
   size_t n = *path == '/' ? strcspn(path, "?#") : 0;
   snprintf(out, size, "%.*s", (int)(n ? n : 1), n ? path : "/");
+}
+
+int dexa__oauth_pkce_challenge(const char *verifier, dexa__buf *out) {
+  unsigned char hash[32];
+  const mbedtls_md_info_t *md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
+  if (!md || mbedtls_md(md, (const unsigned char *)verifier, strlen(verifier), hash) != 0)
+    return DEXA_E_INTERNAL;
+  dexa__base64url(out, hash, sizeof hash);
+  return out->oom ? DEXA_E_NOMEM : DEXA_OK;
 }
