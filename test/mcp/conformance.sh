@@ -9,7 +9,12 @@
 # those marked [draft]; each must pass (OVERALL: PASSED: no failed check, no
 # warning). The list is read from the suite, and it must hold at least the
 # 23 scenarios of 0.1.16, so a suite that lists fewer (or none) fails
-# instead of passing quietly. Two scenarios run at a time. Skipped with the
+# instead of passing quietly. Two scenarios run at a time, except sse-retry,
+# which runs alone: the suite checks that the client reconnects 450 to 700
+# ms after the server closed its stream (it must wait the 500 ms retry),
+# a window a loaded machine can miss; a run whose only miss is that
+# "slightly late" warning runs again (3 runs at most; a reconnection too
+# early, or late past 1000 ms, is a failure at once). Skipped with the
 # reason when npm, the registry or unshare is not available (failed under
 # CI).
 source "$(dirname "$0")/../abi/_lib.sh"
@@ -60,16 +65,32 @@ run_one() {
     "$node22" "$suite" client --command "$client" --scenario "$s" -o "$out/results" >"$log" 2>&1
 }
 
-pids=() names=()
+# 1 when the scenario's only miss is the retry timing's "slightly late".
+only_late() {
+  local log=$1
+  grep -q 'client-sse-retry-timing.*WARNING' "$log" &&
+    ! grep -v 'client-sse-retry-timing' "$log" | grep -qE 'FAILURE|WARNING' &&
+    grep -q 'slightly late' "$log"
+}
+
+names=()
 for s in "${scenarios[@]}"; do
+  [[ $s == sse-retry ]] && continue
   run_one "$s" &
-  pids+=($!) names+=("$s")
-  if ((${#pids[@]} == 2)); then
-    wait "${pids[0]}"
-    pids=("${pids[@]:1}")
-  fi
+  names+=("$s")
+  # two at a time
+  while (($(jobs -rp | wc -l) >= 2)); do wait -n; done
 done
 wait
+if printf '%s\n' "${scenarios[@]}" | grep -qx sse-retry; then
+  names+=(sse-retry)
+  for attempt in 1 2 3; do
+    run_one sse-retry
+    grep -q 'OVERALL: PASSED' "$out/sse-retry.log" && break
+    only_late "$out/sse-retry.log" || break
+    echo "note: sse-retry run $attempt reconnected slightly late on this loaded machine; again"
+  done
+fi
 for s in "${names[@]}"; do
   log="$out/${s//\//_}.log"
   if grep -q 'OVERALL: PASSED' "$log"; then

@@ -191,8 +191,14 @@ function toBottom() {
   stick = true;
   $('jump').hidden = true;
 }
+// Only a scroll up (the reader's) lets go of the bottom: the scroll event of
+// our own jump to the bottom may come after the content grew again, and must
+// not be taken for the reader leaving.
+let lastTop = 0;
 scroller.addEventListener('scroll', () => {
-  stick = atBottom();
+  const up = scroller.scrollTop < lastTop - 1;
+  lastTop = scroller.scrollTop;
+  if (up || atBottom()) stick = atBottom();
   $('jump').hidden = stick || document.body.dataset.view !== 'chat';
 });
 const stickObserver = new ResizeObserver(() => {
