@@ -80,7 +80,8 @@ DEPFILES = $(OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BIN
 DEB_BUILD := gcc make binutils pkg-config libcjson-dev libcurl4-openssl-dev libmbedtls-dev \
   libmicrohttpd-dev libsqlite3-dev libpq-dev
 # postgresql: test/pg/suites.sh runs the store's tests on a throwaway cluster.
-DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql
+# python3-*: test/python/test_packages.py installs the packages into venvs.
+DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql python3-cffi python3-venv python3-pip
 # The AI Agent page's browser tests (test/e2e) drive Debian's chromium.
 DEB_E2E := chromium
 DEB_VALGRIND := valgrind
@@ -99,7 +100,8 @@ ABI_BASELINE := abi/libdexagents.abi
 .DELETE_ON_ERROR:
 .PHONY: all cli lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench run run-chat check \
   check-asan check-tsan check-valgrind check-abi abi-update fuzz install install-shared install-static \
-  install-includes install-man install-pc install-bin install-ui uninstall clean help
+  install-includes install-man install-pc install-bin install-ui uninstall clean help ldconfig \
+  python-dist node-pack python-reference
 
 all: lib-shared lib-static cli
 lib-shared: $(SHLIB)
@@ -256,19 +258,51 @@ check-tsan:
 	@BUILD=$(TSAN_BUILD) LIBOUT=$(TSAN_BUILD)/lib SAN_FLAGS="$(TSAN_FLAGS)" \
 	  TSAN_OPTIONS=halt_on_error=1:exitcode=66 test/run
 
+# somalloc=nouserintercepts: a test's own malloc (test_core_nomem fails
+# allocations on purpose) stays its own; the C library's is still checked.
 check-valgrind:
 	@$(MAKE) --no-print-directory deps-valgrind
 	@$(MAKE) --no-print-directory -k all tests bindings || true
 	@BUILD=$(BUILD) LIBOUT=$(LIBOUT) \
-	  TEST_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite" \
+	  TEST_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+	    --soname-synonyms=somalloc=nouserintercepts" \
 	  test/run
 
 # ---- language bindings -----------------------------------------------------
-# bindings/python needs no build (cffi ABI mode over the .so); bindings/node is
-# an N-API addon built with $(CC) against Node's headers (bindings/node/build.sh).
+# bindings/python is pure Python (cffi ABI mode over the .so): python-dist builds
+# its wheel and sdist with its own PEP 517 backend (standard library only) into
+# $(BUILD)/python. bindings/node is an N-API addon in C: `bindings` builds it in
+# place with $(CC) against Node's headers (bindings/node/build.js, no node-gyp,
+# no download); node-pack packs the npm tarball into $(BUILD)/node.
+PYTHON ?= python3
+# Where Node has no headers (Debian's nodejs without libnode-dev), make check
+# takes them from the npm package node-api-headers (pinned), into the build folder.
+NODE_API_HEADERS := node-api-headers@1.9.0
+NODE_API_DIR = $(BUILD)/npm-node-api
 bindings: $(SHLIB)
-	@if command -v node >/dev/null 2>&1; then CC="$(CC)" LIBOUT="$(LIBOUT)" bindings/node/build.sh; \
-	else echo "bindings: node is not installed; the Node addon is not built"; fi
+	@command -v node >/dev/null 2>&1 || { echo "bindings: node is not installed; the Node addon is not built"; exit 0; }; \
+	inc="$${NODE_INCLUDE:-}"; \
+	if [ -z "$$inc" ] && ! node bindings/node/build.js --has-node-headers; then \
+	  inc="$(abspath $(NODE_API_DIR))/node_modules/node-api-headers/include"; \
+	  if [ ! -f "$$inc/node_api.h" ]; then \
+	    echo "bindings: Node's headers are missing; installing $(NODE_API_HEADERS) into $(NODE_API_DIR)"; \
+	    mkdir -p $(NODE_API_DIR) && (cd $(NODE_API_DIR) && \
+	    npm install -E --no-save --no-audit --no-fund --loglevel=error $(NODE_API_HEADERS) >/dev/null); \
+	  fi; \
+	fi; \
+	CC="$(CC)" NODE_INCLUDE="$$inc" node bindings/node/build.js
+
+python-dist:
+	@mkdir -p $(BUILD)/python
+	$(PYTHON) bindings/python/build_backend/dexagents_build.py --outdir $(BUILD)/python all
+
+# The reference of the Python API, generated from its docstrings.
+python-reference:
+	$(PYTHON) bindings/python/tools/gen_reference.py > bindings/python/REFERENCE.md
+
+node-pack:
+	@mkdir -p $(BUILD)/node
+	cd bindings/node && npm pack --silent --pack-destination $(abspath $(BUILD)/node)
 
 # ---- ABI baseline (abigail-tools) ----------------------------------------
 # abi-update writes the reviewed baseline from a -g build (the baseline is the
@@ -296,16 +330,43 @@ install-shared: $(SHLIB)
 	$(INSTALL) -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB_NAME)
 	ln -sf $(SHLIB_NAME) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libdexagents.so
+	@$(MAKE) --no-print-directory ldconfig
+
+# The loader finds a new library in LIBDIR only once ldconfig has updated its
+# cache. Run it when installing for real as root; otherwise say what to do.
+# A staged install (DESTDIR) leaves it to the package's own scripts.
+LDCONFIG ?= $(shell command -v ldconfig 2>/dev/null || echo /sbin/ldconfig)
+ldconfig:
+	@if [ -n "$(DESTDIR)" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && [ -x "$(LDCONFIG)" ]; then \
+	  echo "$(LDCONFIG)"; "$(LDCONFIG)"; \
+	fi; \
+	if [ -x "$(LDCONFIG)" ] && "$(LDCONFIG)" -p 2>/dev/null | grep -q " => $(LIBDIR)/$(SONAME)$$"; then exit 0; fi; \
+	echo "install: the loader does not know $(LIBDIR) yet, so programs will not find $(SONAME):"; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "install:   add $(LIBDIR) to /etc/ld.so.conf.d/ and run ldconfig, or set LD_LIBRARY_PATH=$(LIBDIR)"; \
+	else \
+	  echo "install:   run ldconfig as root (when $(LIBDIR) is in /etc/ld.so.conf), or set LD_LIBRARY_PATH=$(LIBDIR);"; \
+	fi; \
+	echo "install:   the bindings also find it through pkg-config (PKG_CONFIG_PATH=$(PKGCONFIGDIR)) or DEXAGENTS_LIBRARY=$(LIBDIR)/$(SONAME)"
 install-static: $(STLIB)
 	$(INSTALL) -d $(DESTDIR)$(LIBDIR)
 	$(INSTALL) -m 644 $(STLIB) $(DESTDIR)$(LIBDIR)/libdexagents.a
 install-includes:
 	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR)/dexagents
 	$(INSTALL) -m 644 include/dexagents/*.h $(DESTDIR)$(INCLUDEDIR)/dexagents/
+# A page shared by several functions is a symbolic link in the tree (so
+# that man -l works from anywhere) and installs as the usual ".so" page.
 install-man:
 	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7
 	$(if $(wildcard man/man1/*.1),$(INSTALL) -m 644 man/man1/*.1 $(DESTDIR)$(MANDIR)/man1/)
-	$(if $(wildcard man/man3/*.3),$(INSTALL) -m 644 man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/)
+	for f in man/man3/*.3; do \
+	  [ -e "$$f" ] || continue; \
+	  if [ -L "$$f" ]; then \
+	    printf '.so man3/%s\n' "$$(readlink "$$f")" > $(DESTDIR)$(MANDIR)/man3/$${f##*/} && \
+	      chmod 644 $(DESTDIR)$(MANDIR)/man3/$${f##*/} || exit 1; \
+	  else $(INSTALL) -m 644 "$$f" $(DESTDIR)$(MANDIR)/man3/ || exit 1; fi; \
+	done
 	$(if $(wildcard man/man7/*.7),$(INSTALL) -m 644 man/man7/*.7 $(DESTDIR)$(MANDIR)/man7/)
 # The .pc is written at install time so it carries this PREFIX and LIBDIR.
 install-pc:
@@ -325,10 +386,11 @@ uninstall:
 	  $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/man7/*.7)))
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build bindings/node/*.tgz
 
 help:
 	@echo "targets: all cli lib-shared lib-static deps examples tests bindings check check-asan check-tsan check-valgrind"
+	@echo "         python-dist node-pack python-reference ldconfig"
 	@echo "         bench run run-chat install uninstall check-abi abi-update fuzz clean"
 	@echo "install: PREFIX=$(PREFIX) DESTDIR= BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"
 	@echo "         MANDIR=$(MANDIR) PKGCONFIGDIR=$(PKGCONFIGDIR) DATADIR=$(DATADIR)"

@@ -14,7 +14,7 @@
 /* What the renderer remembers while one turn streams. */
 typedef struct chat_render {
   int line_open;      /* a "dex> " line is open (no newline printed yet) */
-  size_t delta_bytes; /* text_delta bytes since the last model message */
+  size_t delta_bytes; /* text_delta bytes not yet matched by a model message's text */
   int turn_done;      /* turn_finished or turn_failed was seen */
 } chat_render;
 

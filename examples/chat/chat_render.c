@@ -2,7 +2,7 @@
  * --resume. Events are best effort (the snapshot is the truth), so when a
  * model message arrives without the text deltas that should have preceded
  * it (a delta lost, or a turn resumed in another process), its stored text
- * is printed instead. */
+ * is printed instead. A truncated answer (finish_reason length) says so. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,13 +36,21 @@ static void print_calls(chat_render *r, const cJSON *calls) {
   }
 }
 
+/* A model message's text was streamed as deltas just before it: those
+ * bytes are its own (a reply's reasoning item, which has no text, uses
+ * none of them). Text that came without deltas is printed whole. */
 static void model_message(chat_render *r, const cJSON *m) {
   const char *text = str(m, "text");
-  if (*text && r->delta_bytes == 0) { /* no delta came for it: print it whole */
+  size_t n = strlen(text);
+  if (n && r->delta_bytes == 0) { /* no delta came for it: print it whole */
     open_line(r);
     fputs(text, stdout);
   }
-  r->delta_bytes = 0;
+  if (n) r->delta_bytes = r->delta_bytes > n ? r->delta_bytes - n : 0;
+  if (strcmp(str(m, "finish_reason"), "length") == 0) {
+    chat_render_end_line(r);
+    printf("  [truncated: the answer was cut at the output token limit]\n");
+  }
 }
 
 void chat_render_event(chat_render *r, const char *event_json, size_t len) {
@@ -66,6 +74,7 @@ void chat_render_event(chat_render *r, const char *event_json, size_t len) {
     printf("  <- tool %s: %s\n", str(e, "name"), str(e, "status"));
   } else if (strcmp(type, "turn_finished") == 0) {
     chat_render_end_line(r);
+    r->delta_bytes = 0;
     r->turn_done = 1;
   } else if (strcmp(type, "turn_cancelled") == 0) {
     chat_render_end_line(r);

@@ -12,7 +12,7 @@
  *
  * Wait (WaitFor result), absent when Execute may run at once:
  *   {"mode":"any"|"all","conditions":[
- *      {"id":"answer","channel":"QuestionAnswers/c1","min":1,"max":1},
+ *      {"id":"answer","channel":"ToolDecisions/c1","min":1,"max":1},
  *      {"id":"timer","timer_ms":60000}]}
  *   A channel condition is ready when the channel holds at least "min"
  *   messages and consumes up to "max" of them (oldest first); "max" absent
@@ -43,10 +43,17 @@
  * Flow description (dexa_flow_describe):
  *   {"flow_type":"AgentSession","start_step":"StartAgentSession",
  *    "steps":[{"name":"RunModel","options":{..every option..}}],
- *    "rpcs":[{"name":"send_message","read_only":false}],
+ *    "rpcs":[{"name":"send_message","read_only":false,"interrupts":false}],
  *    "attributes":[..],"channels":[..],"streams":["AgentEvents"]}
+ *   "attributes" and "channels" name everything a Step or RPC writes or
+ *   publishes; a name ending in '/' is a map ("PendingToolCalls/" holds
+ *   "PendingToolCalls/<call id>").
  *   The start Step's input is {"settings":{..}} (settings as given to
- *   start_session, or {}).
+ *   start_session, or {}). An RPC with "interrupts" true (cancel_turn)
+ *   asks, once it has committed, the session's Step methods running at that
+ *   moment to end early: the host then makes their dexa_call.cancelled
+ *   return non-zero. What the flow records does not change: a started
+ *   call's result is still recorded.
  *
  * Attribute keys are UTF-8 text; a map instance is "Name/instance". Values
  * are JSON text; a write with a NULL value deletes the key. */
@@ -110,14 +117,19 @@ typedef struct dexa_call {
   void *sink_user_data;
   dexa_event_sink_fn event_sink; /* optional */
   /* Appended in 1.1 (a struct_size without them reads as NULL): returns
-   * nonzero once the turn of a running Step was stopped, so a long model
-   * call or harness segment may end early (dexa_model_request_cancelled).
-   * Optional; may be called on the dispatching thread any number of times. */
+   * nonzero once the turn of a running Step was stopped (an RPC the flow
+   * description marks "interrupts", cancel_turn, committed while it ran),
+   * so a long model call, harness segment or tool call may end early
+   * (dexa_model_request_cancelled, dexa_tool_invocation_cancelled); what it
+   * then returns is still recorded. Optional (NULL: never); cheap; may be
+   * called on the dispatching thread any number of times. */
   int (*cancelled)(void *cancel_user_data);
   void *cancel_user_data;
 } dexa_call;
 
-/* Zeroes call and sets struct_size. size must be at least the 1.0 size.
+/* Zeroes call and sets struct_size. size must be at least the 1.0 size
+ * (the structure up to event_sink); members a smaller size leaves out are
+ * treated as zero.
  * Returns DEXA_OK or DEXA_E_INVALID_ARG / DEXA_E_STRUCT_SIZE. */
 DEXA_EXTERN int dexa_call_init(dexa_call *call, size_t struct_size);
 
@@ -190,6 +202,56 @@ DEXA_EXTERN int dexa_result_response(const dexa_result *result, const char **jso
  *  "publishes":[{"channel":..,"value":..}],"events":[..],"wait":..,
  *  "decision":..,"response":..}. Free with dexa_free. */
 DEXA_EXTERN int dexa_result_json(char **out, size_t *out_len, const dexa_result *result);
+
+/* ---- 1.1: the host's wait helper ------------------------------------------
+ * A host that drives dexa_dispatch itself stores each WaitFor's wait and
+ * must tell when it is satisfied and what Execute then consumes.
+ * dexa_wait_evaluate does that from the host's state, so no host
+ * re-implements the rules above (see dexa_wait_evaluate(3)). */
+
+/* Sets *count to the number of messages queued on channel and returns
+ * DEXA_OK; any other return fails the evaluation (DEXA_E_CALLBACK_FAILED). */
+typedef int (*dexa_channel_count_fn)(void *user_data, const char *channel, size_t channel_len,
+                                     int64_t *count);
+
+/* The host's state for one waiting Step. Initialize with
+ * dexa_wait_state_init, then set the fields. */
+typedef struct dexa_wait_state {
+  uint32_t struct_size;
+  int32_t reserved0;
+  int64_t now_ms;              /* the host's clock, ms since the Unix epoch */
+  int64_t started_ms;          /* when the wait was stored: timer_ms counts from it */
+  const char *fired;           /* JSON array of the timer ids the host's own timers
+                                  fired, or NULL: then timers fire by now_ms */
+  size_t fired_len;
+  const char *channel_counts;  /* JSON object {"<channel>":<queued>,...} (absent: 0), */
+  size_t channel_counts_len;   /*   used when channel_count is NULL */
+  void *channel_user_data;
+  dexa_channel_count_fn channel_count; /* optional; preferred over channel_counts */
+} dexa_wait_state;
+
+/* Zeroes state and sets struct_size. Returns DEXA_OK, DEXA_E_INVALID_ARG or
+ * DEXA_E_STRUCT_SIZE. */
+DEXA_EXTERN int dexa_wait_state_init(dexa_wait_state *state, size_t struct_size);
+
+/* Evaluates wait_json (a WaitFor result; NULL or null: no wait) against
+ * state and writes to *out a new JSON document (free with dexa_free):
+ *   {"ready":true|false,
+ *    "fired":["timer"],
+ *    "consume":[{"id":"answer","channel":"ToolDecisions/c1","count":1}],
+ *    "channels":["ToolDecisions/c1"],
+ *    "timers":[{"id":"timer","timer_ms":60000,"due_ms":1700000060000}],
+ *    "next_due_ms":1700000060000|null}
+ * When ready, the host takes, in "consume" order, the count oldest messages
+ * of each channel, atomically with running Execute with the conditions
+ * {"fired":<fired>,"channels":{"<id>":[<messages taken>],...}}. Otherwise it
+ * evaluates again when a message arrives on one of "channels" or at
+ * "next_due_ms" (the earliest timer not fired). Returns DEXA_OK,
+ * DEXA_E_INVALID_ARG, DEXA_E_STRUCT_SIZE, DEXA_E_INVALID_JSON (the wait,
+ * fired or channel_counts), DEXA_E_CALLBACK_FAILED or DEXA_E_NOMEM; on error
+ * *out is NULL. Thread-safe; no I/O. */
+DEXA_EXTERN int dexa_wait_evaluate(char **out, size_t *out_len, const char *wait_json,
+                                   size_t wait_len, const dexa_wait_state *state);
 
 DEXA_END_DECLS
 

@@ -77,6 +77,10 @@ DEXA_EXTERN const char *dexa_tool_invocation_idempotency_key(const dexa_tool_inv
 DEXA_EXTERN int dexa_tool_invocation_arguments(const dexa_tool_invocation *invocation,
                                                const char **json, size_t *len);
 DEXA_EXTERN int32_t dexa_tool_invocation_attempt(const dexa_tool_invocation *invocation);
+/* 1.1: 1 once the call should end early (the user stopped the turn: see
+ * dexa_call.cancelled), else 0. A long call polls it, on any thread; the
+ * result it then returns is still recorded. */
+DEXA_EXTERN int dexa_tool_invocation_cancelled(const dexa_tool_invocation *invocation);
 
 /* The answers the person gave to the questions this call asked before
  * (dexa_tool_output_ask), oldest first, as a JSON array borrowed for the

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "util/struct_size.h"
 
 /* Size of the 1.0 struct: the smallest struct_size accepted. */
 #define AGENT_DEF_V1_SIZE sizeof(dexa_agent_def)
@@ -11,8 +12,11 @@
 DEXA_EXTERN int dexa_agent_def_init(dexa_agent_def *def, size_t struct_size) {
   if (!def) return DEXA_E_INVALID_ARG;
   if (struct_size < AGENT_DEF_V1_SIZE) return DEXA_E_STRUCT_SIZE;
+  if (struct_size > DEXA__STRUCT_SIZE_MAX) return DEXA_E_STRUCT_SIZE;
   memset(def, 0, struct_size);
-  def->struct_size = (uint32_t)sizeof(dexa_agent_def);
+  /* The caller's size: members of a newer header stay zero unless set,
+   * and dexa_agent_new refuses them once set. */
+  def->struct_size = (uint32_t)struct_size;
   def->compaction_threshold_pct = 85;
   def->compaction_keep_pct = 10;
   def->retention_messages = 2000;
@@ -30,6 +34,18 @@ static void set_err(char *errmsg, size_t n, const char *msg) {
 }
 
 /* Returns NULL when def is acceptable, else why not. */
+/* 1 when every fallback a model names is one of the agent's models. */
+static int fallbacks_known(const dexa_agent_def *def) {
+  for (size_t i = 0; i < def->model_count; i++)
+    for (size_t f = 0; f < def->models[i]->fallback_count; f++) {
+      int found = 0;
+      for (size_t j = 0; j < def->model_count; j++)
+        found |= strcmp(def->models[i]->fallbacks[f], def->models[j]->name) == 0;
+      if (!found) return 0;
+    }
+  return 1;
+}
+
 static const char *def_problem(const dexa_agent_def *def) {
   if (!def->models || def->model_count == 0) return "an agent needs at least one model";
   for (size_t i = 0; i < def->model_count; i++) {
@@ -38,6 +54,7 @@ static const char *def_problem(const dexa_agent_def *def) {
       if (strcmp(def->models[i]->name, def->models[j]->name) == 0)
         return "two models have the same name";
   }
+  if (!fallbacks_known(def)) return "a model names a fallback that is not one of the agent's models";
   if (def->tool_source_count && !def->tool_sources) return "tool_sources is NULL";
   for (size_t i = 0; i < def->tool_source_count; i++) {
     if (!def->tool_sources[i]) return "a tool source handle is NULL";
@@ -73,6 +90,12 @@ DEXA_EXTERN int dexa_agent_new(dexa_agent **out, const dexa_agent_def *def, char
     set_err(errmsg, errmsg_size, "def->struct_size is smaller than dexa_agent_def 1.0");
     return DEXA_E_STRUCT_SIZE;
   }
+  if (!dexa__struct_tail_ok(def, def->struct_size, sizeof *def)) {
+    set_err(errmsg, errmsg_size,
+            "def->struct_size is larger than this library's dexa_agent_def and members it "
+            "does not know are set");
+    return DEXA_E_STRUCT_SIZE;
+  }
   const char *problem = def_problem(def);
   if (problem) {
     set_err(errmsg, errmsg_size, problem);
@@ -80,7 +103,8 @@ DEXA_EXTERN int dexa_agent_new(dexa_agent **out, const dexa_agent_def *def, char
   }
   dexa_agent *a = calloc(1, sizeof *a);
   if (!a) goto nomem;
-  a->def = *def;
+  /* Only what the caller's structure holds: an older caller's is shorter. */
+  memcpy(&a->def, def, def->struct_size < sizeof *def ? def->struct_size : sizeof *def);
   a->def.models = NULL;
   a->def.tool_sources = NULL;
   a->flow_type = strdup(def->flow_type && *def->flow_type ? def->flow_type

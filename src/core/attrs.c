@@ -22,8 +22,8 @@ int dexa__attr_get_json(dexa__ctx *c, const char *key, cJSON **out) {
   int rc = dexa__attr_get(c, key, &v, &n);
   if (rc == DEXA_E_NOT_FOUND) return DEXA_OK;
   if (rc != DEXA_OK) return rc;
-  *out = cJSON_ParseWithLength(v, n);
-  return *out ? DEXA_OK : DEXA_E_CORRUPT;
+  *out = dexa__json_parse(v, n, DEXA_E_CORRUPT, &rc);
+  return rc;
 }
 
 int dexa__attr_put_raw(dexa__ctx *c, const char *key, const char *json, size_t len) {

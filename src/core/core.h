@@ -12,6 +12,7 @@
 #include "dexagents/agent.h"
 #include "dexagents/errors.h"
 #include "dexagents/flow.h"
+#include "flow/call.h"
 #include "flow/result.h"
 #include "iface/model.h"
 #include "iface/tool_source.h"
@@ -63,6 +64,9 @@ int dexa__transcript_load(dexa__ctx *c, dexa__transcript *t);
 int dexa__transcript_store(dexa__ctx *c, const dexa__transcript *t);
 /* Writes "AgentMessages/<20-digit seq>" into key (at least 40 bytes). */
 void dexa__message_key(char *key, size_t n, int64_t seq);
+/* The number after prefix in a key the host passed with its length (never
+ * read past key_len): 0 and *out, or -1 for a key of another shape. */
+int dexa__key_number(const char *key, size_t key_len, const char *prefix, int64_t *out);
 /* Stores message text (JSON) at seq and counts its bytes. */
 int dexa__message_put(dexa__ctx *c, dexa__transcript *t, int64_t seq, const char *json,
                       size_t len);
@@ -87,9 +91,8 @@ int dexa__turn_is_running(dexa__ctx *c, int64_t turn, dexa__turn *t, int *rc);
 /* DEXA_OK when the session exists, else fails the result with NOT_FOUND. */
 int dexa__require_session(dexa__ctx *c);
 
-/* 1 when the host says the running Step's turn was stopped
- * (dexa_call.cancelled, appended in 1.1), else 0. */
-int dexa__call_cancelled(const dexa_call *call);
+/* dexa__call_cancelled (flow/call.h): 1 when the host says the running
+ * Step's turn was stopped (dexa_call.cancelled, appended in 1.1). */
 
 /* The bytes of a harness's own state (AgentHarness), 0 without one: they
  * count as active state against max_state_bytes. */
@@ -136,6 +139,14 @@ int64_t dexa__json_int(const cJSON *v, int64_t dflt);
 /* Integer member of the input; DEXA_E_INVALID_JSON when absent, not a
  * number or out of range. */
 int dexa__input_i64(dexa__ctx *c, const char *name, int64_t *out);
+/* Parses JSON text. NULL when it fails, with *rc DEXA_E_NOMEM when the
+ * text is valid JSON (cJSON says NULL for no memory too), else bad
+ * (DEXA_E_INVALID_JSON for a caller's input, DEXA_E_CORRUPT for state). */
+cJSON *dexa__json_parse(const char *s, size_t n, int bad, int *rc);
+/* Sets obj's member key to item (replacing it in place, or adding it),
+ * which obj then owns. DEXA_E_NOMEM when item is NULL (its creation
+ * failed) or the member could not be set. */
+int dexa__json_set(cJSON *obj, const char *key, cJSON *item);
 /* String member of the input, or NULL. */
 const char *dexa__input_str(dexa__ctx *c, const char *name);
 /* Python's str.isspace() definition of a blank message. */

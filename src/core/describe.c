@@ -42,7 +42,8 @@ static void put_rpcs(dexa__buf *b) {
     if (i) dexa__buf_putc(b, ',');
     dexa__buf_puts(b, "{\"name\":");
     dexa__buf_json_cstr(b, r[i].name);
-    dexa__buf_printf(b, ",\"read_only\":%s}", r[i].read_only ? "true" : "false");
+    dexa__buf_printf(b, ",\"read_only\":%s,\"interrupts\":%s}", r[i].read_only ? "true" : "false",
+                     r[i].interrupts ? "true" : "false");
   }
   dexa__buf_putc(b, ']');
 }
@@ -59,8 +60,9 @@ DEXA_EXTERN int dexa_flow_describe(char **out, size_t *out_len, const dexa_agent
   dexa__buf_puts(&b,
                  ",\"attributes\":[\"" ATTR_SESSION "\",\"" ATTR_TRANSCRIPT "\",\"" ATTR_TURN
                  "\",\"" ATTR_QUEUE_STATE "\",\"" ATTR_MESSAGES "\",\"" ATTR_MESSAGE_CHUNKS
-                 "\",\"" ATTR_QUEUED_MESSAGES "\",\"" ATTR_PLAN "\",\"" ATTR_HARNESS "\",\""
-                 ATTR_HARNESS_STATE "\",\"" ATTR_HARNESS_ENTRIES "\"]"
+                 "\",\"" ATTR_QUEUED_MESSAGES "\",\"" ATTR_PLAN "\",\"" ATTR_TURN_CONTROL
+                 "\",\"" ATTR_PENDING_CALLS "\",\"" ATTR_CONTEXT_SUMMARY "\",\"" ATTR_USAGE
+                 "\",\"" ATTR_HARNESS "\",\"" ATTR_HARNESS_STATE "\",\"" ATTR_HARNESS_ENTRIES "\"]"
                  ",\"channels\":[\"" CHAN_USER_MESSAGE_SIGNALS "\",\"" CHAN_TOOL_RESULTS
                  "\",\"" CHAN_TOOL_DECISIONS "\"]"
                  ",\"streams\":[\"" STREAM_EVENTS "\"],\"transitions\":");

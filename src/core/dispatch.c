@@ -1,27 +1,24 @@
 /* dexa_dispatch: validates a call, routes it to its Step or RPC handler and
  * returns the handler's result. Keeps nothing between calls. */
-#include <stddef.h>
 #include <string.h>
 
 #include "core/flow_table.h"
+#include "flow/call.h"
+#include "util/json_span.h"
+#include "util/struct_size.h"
 
-/* The 1.0 struct ends before the cancellation callback (appended in 1.1). */
-#define CALL_V1_SIZE offsetof(dexa_call, cancelled)
+#define CALL_V1_SIZE DEXA__CALL_V1_SIZE
 
 DEXA_EXTERN int dexa_call_init(dexa_call *call, size_t struct_size) {
   if (!call) return DEXA_E_INVALID_ARG;
-  if (struct_size < CALL_V1_SIZE) return DEXA_E_STRUCT_SIZE;
+  if (struct_size < CALL_V1_SIZE || struct_size > DEXA__STRUCT_SIZE_MAX) return DEXA_E_STRUCT_SIZE;
   memset(call, 0, struct_size);
-  /* The caller's size, so members it does not have are never read. */
-  call->struct_size =
-      (uint32_t)(struct_size < sizeof(dexa_call) ? struct_size : sizeof(dexa_call));
+  /* The caller's size: an older caller's structure ends before the members
+   * it does not know, which then read as zero; a newer caller's members
+   * this library does not know are refused by dexa_dispatch once set. */
+  call->struct_size = (uint32_t)struct_size;
   call->attempt = 1;
   return DEXA_OK;
-}
-
-int dexa__call_cancelled(const dexa_call *call) {
-  if (call->struct_size < offsetof(dexa_call, cancel_user_data) + sizeof(void *)) return 0;
-  return call->cancelled && call->cancelled(call->cancel_user_data) != 0;
 }
 
 /* Returns NULL when the call is well formed, else what is wrong with it. */
@@ -30,6 +27,11 @@ static const char *call_problem(const dexa_call *call, int *code) {
   if (call->struct_size < CALL_V1_SIZE) {
     *code = DEXA_E_STRUCT_SIZE;
     return "call->struct_size is smaller than dexa_call 1.0 (use dexa_call_init)";
+  }
+  if (!dexa__struct_tail_ok(call, call->struct_size, sizeof *call)) {
+    *code = DEXA_E_STRUCT_SIZE;
+    return "call->struct_size is larger than this library's dexa_call and the members it "
+           "does not know are set (a newer header than the library)";
   }
   if (call->kind < DEXA_CALL_WAIT_FOR || call->kind > DEXA_CALL_RPC) return "unknown call kind";
   if (!call->session_id || !*call->session_id) return "session_id is empty";
@@ -57,6 +59,8 @@ static int parse_input(dexa__ctx *c) {
   }
   const char *end = NULL;
   c->input = cJSON_ParseWithLengthOpts(call->input, call->input_len, &end, 0);
+  if (!c->input && dexa__json_validate(call->input, call->input_len) == 0)
+    return dexa__result_fail(c->result, DEXA_E_NOMEM, NULL); /* valid: memory ran out */
   if (!c->input) return dexa__result_fail(c->result, DEXA_E_INVALID_JSON, "input is not valid JSON");
   const char *p = end;
   while (p < call->input + call->input_len && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
@@ -71,7 +75,7 @@ static dexa__handler route(dexa__ctx *c) {
   if (call->kind == DEXA_CALL_RPC) {
     const dexa__rpc_def *r = dexa__flow_find_rpc(call->name);
     if (!r) dexa__result_failf(c->result, DEXA_E_UNKNOWN_RPC, "unknown RPC \"%.100s\"", call->name);
-    return r ? r->handler : NULL;
+    return r && dexa__rpc_input_check(c, r->name, r->fields) == DEXA_OK ? r->handler : NULL;
   }
   const dexa__step_def *s = dexa__flow_find_step(call->name);
   if (!s) {
@@ -84,7 +88,7 @@ static dexa__handler route(dexa__ctx *c) {
     dexa__result_failf(c->result, DEXA_E_INVALID_ARG, "Step %s has no WaitFor", s->name);
     return NULL;
   }
-  return s->handler;
+  return dexa__recovery_error_check(c) == DEXA_OK ? s->handler : NULL;
 }
 
 DEXA_EXTERN int dexa_dispatch(dexa_result **out, const dexa_agent *agent, const dexa_call *call) {

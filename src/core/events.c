@@ -1,6 +1,7 @@
 /* AgentEvents: durable events go into the result; live ones to the sink. */
 #include <string.h>
 
+#include "core/attachments.h"
 #include "core/core.h"
 #include "util/json_span.h"
 
@@ -27,7 +28,7 @@ void dexa__event_live(dexa__ctx *c, const char *json, size_t len) {
  * AgentMessages, read through the snapshot. Only messages with text (user
  * messages, answers, reasoning) get the event. */
 static const char *const message_view[] = {"seq", "turn", "round", "role", "id", "model",
-                                           "text", "call_id", "name", "status"};
+                                           "text", "call_id", "name", "status", "finish_reason"};
 
 int dexa__event_message(dexa__ctx *c, const char *m, size_t n) {
   const char *v;
@@ -49,6 +50,10 @@ int dexa__event_message(dexa__ctx *c, const char *m, size_t n) {
     first = 0;
   }
   if (dexa__json_get(m, n, "tool_calls", &v, &vl) == 0) dexa__buf_puts(&e, ",\"has_tool_calls\":true");
+  if (dexa__json_get(m, n, "attachments", &v, &vl) == 0) {
+    dexa__buf_puts(&e, ",\"attachments\":");
+    dexa__attachments_view(&e, v, vl);
+  }
   dexa__buf_putc(&e, '}');
   return dexa__event_end(c, &e);
 }

@@ -19,16 +19,27 @@ static const dexa__step_def steps[] = {
   {STEP_RECORD_TURN_FAILURE, dexa__step_record_turn_failure},
 };
 
+/* The members each RPC's input may hold (see dexagents-flow(7)). */
+static const char *const no_fields[] = {NULL};
+static const char *const send_fields[] = {"text", "plan_mode", "attachments", NULL};
+static const char *const list_fields[] = {"before_seq", "limit", NULL};
+static const char *const message_fields[] = {"message_id", NULL};
+static const char *const approval_fields[] = {"call_id", "decision", "note", NULL};
+static const char *const answer_fields[] = {"call_id", "answer", "action", "fields", NULL};
+static const char *const plan_fields[] = {"revision", NULL};
+
 static const dexa__rpc_def rpcs[] = {
-  {RPC_SEND_MESSAGE, dexa__rpc_send_message, 0},
-  {RPC_SNAPSHOT, dexa__rpc_snapshot, 1},
-  {RPC_LIST_MESSAGES, dexa__rpc_list_agent_messages, 1},
-  {RPC_DELETE_MESSAGE, dexa__rpc_delete_message, 0},
-  {RPC_STEER, dexa__rpc_steer, 0},
-  {RPC_CANCEL_TURN, dexa__rpc_cancel_turn, 0},
-  {RPC_RESOLVE_APPROVAL, dexa__rpc_resolve_approval, 0},
-  {RPC_ANSWER_QUESTION, dexa__rpc_answer_question, 0},
-  {RPC_EXECUTE_PLAN, dexa__rpc_execute_plan, 0},
+  {RPC_SEND_MESSAGE, dexa__rpc_send_message, 0, 0, send_fields},
+  {RPC_SNAPSHOT, dexa__rpc_snapshot, 1, 0, no_fields},
+  {RPC_LIST_MESSAGES, dexa__rpc_list_agent_messages, 1, 0, list_fields},
+  {RPC_DELETE_MESSAGE, dexa__rpc_delete_message, 0, 0, message_fields},
+  /* A steer waits for the next safe boundary: started calls run on. */
+  {RPC_STEER, dexa__rpc_steer, 0, 0, message_fields},
+  /* Stop: a started call is still recorded, but may end early. */
+  {RPC_CANCEL_TURN, dexa__rpc_cancel_turn, 0, 1, no_fields},
+  {RPC_RESOLVE_APPROVAL, dexa__rpc_resolve_approval, 0, 0, approval_fields},
+  {RPC_ANSWER_QUESTION, dexa__rpc_answer_question, 0, 0, answer_fields},
+  {RPC_EXECUTE_PLAN, dexa__rpc_execute_plan, 0, 0, plan_fields},
 };
 
 const dexa__step_def *dexa__flow_steps(size_t *count) {

@@ -27,12 +27,23 @@ typedef struct dexa__rpc_def {
   const char *name;
   dexa__handler handler;
   int read_only;
+  /* 1: once committed, the session's running calls should end early (the
+   * host raises their dexa_call.cancelled); the flow itself is unchanged. */
+  int interrupts;
+  const char *const *fields; /* the input members it takes (NULL-terminated) */
 } dexa__rpc_def;
 
 const dexa__step_def *dexa__flow_steps(size_t *count);
 const dexa__rpc_def *dexa__flow_rpcs(size_t *count);
 const dexa__step_def *dexa__flow_find_step(const char *name);
 const dexa__rpc_def *dexa__flow_find_rpc(const char *name);
+/* Fails the result unless the RPC input is one JSON object in UTF-8 of
+ * fields only, each once, with no U+0000 (rpc_input.c). */
+int dexa__rpc_input_check(dexa__ctx *c, const char *rpc, const char *const *fields);
+/* Fails the result unless the call's recovery_error is absent or
+ * {"code":<integer>,"message":<string>}. */
+int dexa__recovery_error_check(dexa__ctx *c);
+
 /* The default options of a Step for this agent. */
 void dexa__flow_step_options(const dexa_agent *a, const char *step, dexa__step_options *o);
 

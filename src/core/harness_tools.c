@@ -92,6 +92,7 @@ static int run_tool(dexa__run *r, const dexa__tool_def *def, inner_call *k, dexa
                               .arguments = args,
                               .arguments_len = k->arguments_len,
                               .attempt = c->call->attempt,
+                              .call = c->call,
                               .effect = def->effect};
   started_event(r, k->call_id, def->name);
   int rc = s->vt.call_tool(s->user_data, &inv, o);

@@ -1,6 +1,7 @@
 /* Reading a Step's or RPC's input. */
 #include "core/core.h"
 #include "util/json_num.h"
+#include "util/json_span.h"
 
 int64_t dexa__json_int(const cJSON *v, int64_t dflt) {
   int64_t n;
@@ -11,6 +12,26 @@ int dexa__input_i64(dexa__ctx *c, const char *name, int64_t *out) {
   return dexa__json_exact_int(cJSON_GetObjectItemCaseSensitive(c->input, name), out)
              ? DEXA_OK
              : DEXA_E_INVALID_JSON;
+}
+
+cJSON *dexa__json_parse(const char *s, size_t n, int bad, int *rc) {
+  cJSON *v = s ? cJSON_ParseWithLength(s, n) : NULL;
+  *rc = v ? DEXA_OK : s && dexa__json_validate(s, n) == 0 ? DEXA_E_NOMEM : bad;
+  return v;
+}
+
+int dexa__json_set(cJSON *obj, const char *key, cJSON *item) {
+  if (!item) return DEXA_E_NOMEM;
+  int ok = cJSON_GetObjectItemCaseSensitive(obj, key)
+               ? cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item)
+               : cJSON_AddItemToObject(obj, key, item);
+  if (!ok) {
+    cJSON_Delete(item);
+    return DEXA_E_NOMEM;
+  }
+  /* cJSON 1.7.15 replaces even when it could not copy the key (the member
+   * then prints as ""): the item, now obj's, tells. */
+  return item->string ? DEXA_OK : DEXA_E_NOMEM;
 }
 
 const char *dexa__input_str(dexa__ctx *c, const char *name) {

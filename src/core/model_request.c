@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/model_request.h"
+#include "util/json_span.h"
 
 typedef struct splice {
   dexa_model_request *req;
@@ -62,6 +63,19 @@ static int put_attr(dexa__ctx *c, dexa__buf *b, const char *name, const char *ke
   return rc == DEXA_E_NOT_FOUND ? DEXA_OK : rc;
 }
 
+/* Appends ,"output_schema":{...} when the session's settings have one. */
+static int put_output_schema(dexa__ctx *c, dexa__buf *b) {
+  const char *v, *schema;
+  size_t n, sn;
+  int rc = dexa__attr_get(c, ATTR_SESSION, &v, &n);
+  if (rc != DEXA_OK) return rc == DEXA_E_NOT_FOUND ? DEXA_OK : rc;
+  if (dexa__json_get(v, n, "output_schema", &schema, &sn) == 0) {
+    dexa__buf_puts(b, ",\"output_schema\":");
+    dexa__buf_append(b, schema, sn);
+  }
+  return DEXA_OK;
+}
+
 int dexa__model_request_head(dexa__ctx *c, const dexa_model *model, const dexa__turn *turn,
                              int64_t round, dexa_model_request *req) {
   dexa__buf *b = &req->json;
@@ -78,6 +92,7 @@ int dexa__model_request_head(dexa__ctx *c, const dexa_model *model, const dexa__
   dexa__buf_json_cstr(b, turn->mode);
   int rc = put_attr(c, b, "plan", ATTR_PLAN);
   if (rc == DEXA_OK) rc = put_attr(c, b, "summary", ATTR_CONTEXT_SUMMARY);
+  if (rc == DEXA_OK) rc = put_output_schema(c, b);
   if (rc != DEXA_OK) return rc;
   dexa__buf_puts(b, ",\"messages\":[");
   return b->oom ? DEXA_E_NOMEM : DEXA_OK;

@@ -35,6 +35,7 @@
 #define ATTR_HARNESS "AgentHarness"            /* a harness's segments: see harness_state.c */
 #define ATTR_HARNESS_STATE "AgentHarnessState" /* the framework's own state */
 #define ATTR_HARNESS_ENTRIES "AgentHarnessStateEntries/" /* + 20-digit n: appended state */
+#define ATTR_USAGE "AgentUsage"
 
 /* Channels */
 #define CHAN_USER_MESSAGE_SIGNALS "UserMessageSignals"

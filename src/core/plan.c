@@ -57,8 +57,8 @@ int dexa__plan_set_status(dexa__ctx *c, const char *status) {
   int rc = dexa__attr_get_json(c, ATTR_PLAN, &o);
   if (rc != DEXA_OK) return rc;
   if (!o) return DEXA_E_NOT_FOUND;
-  cJSON_ReplaceItemInObjectCaseSensitive(o, "status", cJSON_CreateString(status));
-  rc = dexa__attr_put_json(c, ATTR_PLAN, o);
+  rc = dexa__json_set(o, "status", cJSON_CreateString(status));
+  if (rc == DEXA_OK) rc = dexa__attr_put_json(c, ATTR_PLAN, o);
   cJSON_Delete(o);
   return rc;
 }
@@ -91,17 +91,18 @@ int dexa__plan_write(dexa__ctx *c, const cJSON *args, const dexa__turn *turn, ch
     rc = dexa__attr_delete(c, ATTR_PLAN);
     return rc == DEXA_OK ? plan_event(c, NULL) : rc;
   }
-  cJSON *plan = cJSON_CreateObject();
-  cJSON_AddNumberToObject(plan, "revision", (double)*revision);
-  cJSON_AddStringToObject(plan, "status", next_status(turn, all_done));
-  cJSON_AddItemToObject(plan, "todos", cJSON_Duplicate(todos, 1));
-  cJSON_AddNumberToObject(plan, "turn", (double)turn->turn);
-  cJSON_AddNumberToObject(plan, "updated_ms", (double)c->call->now_ms);
-  char *text = cJSON_PrintUnformatted(plan);
-  cJSON_Delete(plan);
-  if (!text) return DEXA_E_NOMEM;
-  rc = dexa__attr_put_raw(c, ATTR_PLAN, text, strlen(text));
-  if (rc == DEXA_OK) rc = plan_event(c, text);
-  cJSON_free(text);
+  /* Built as text: one out-of-memory flag covers every member. */
+  char *list = cJSON_PrintUnformatted(todos);
+  dexa__buf b;
+  dexa__buf_init(&b);
+  dexa__buf_printf(&b, "{\"revision\":%lld,\"status\":\"%s\",\"todos\":", (long long)*revision,
+                   next_status(turn, all_done));
+  dexa__buf_puts(&b, list ? list : "");
+  dexa__buf_printf(&b, ",\"turn\":%lld,\"updated_ms\":%lld}", (long long)turn->turn,
+                   (long long)c->call->now_ms);
+  rc = !list || b.oom ? DEXA_E_NOMEM : dexa__attr_put_raw(c, ATTR_PLAN, b.data, b.len);
+  if (rc == DEXA_OK) rc = plan_event(c, b.data);
+  cJSON_free(list);
+  dexa__buf_free(&b);
   return rc;
 }

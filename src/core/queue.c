@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/attachments.h"
+#include "util/decimal.h"
+
 int dexa__queue_state_load(dexa__ctx *c, dexa__queue_state *q) {
   cJSON *o;
   int rc = dexa__attr_get_json(c, ATTR_QUEUE_STATE, &o);
@@ -33,9 +36,10 @@ static int collect(void *ctx, const char *key, size_t key_len, const char *value
   q->items = p;
   dexa__queued *it = &q->items[q->count];
   snprintf(it->key, sizeof it->key, "%.*s", (int)key_len, key);
-  it->entry = cJSON_ParseWithLength(value, value_len);
+  int rc;
+  it->entry = dexa__json_parse(value, value_len, DEXA_E_CORRUPT, &rc);
   it->len = value_len;
-  if (!it->entry) return DEXA_E_CORRUPT;
+  if (!it->entry) return rc;
   q->count++;
   return 0;
 }
@@ -52,10 +56,9 @@ void dexa__queue_free(dexa__queue *q) {
 }
 
 int dexa__queue_key(const char *id, char *key) {
-  if (!id || id[0] != 'm' || !id[1] || strlen(id) > 20) return 0;
-  for (const char *p = id + 1; *p; p++)
-    if (*p < '0' || *p > '9') return 0;
-  snprintf(key, 64, ATTR_QUEUED_MESSAGES "%020lld", atoll(id + 1));
+  int64_t n;
+  if (!id || id[0] != 'm' || dexa__dec_i64(id + 1, strlen(id + 1), &n) != 0) return 0;
+  snprintf(key, 64, ATTR_QUEUED_MESSAGES "%020lld", (long long)n);
   return 1;
 }
 
@@ -73,7 +76,8 @@ static int check_state_limit(dexa__ctx *c, const dexa__queue_state *q, size_t en
   return DEXA_OK;
 }
 
-static int queue_effects(dexa__ctx *c, const char *id, const dexa__buf *entry) {
+/* view: the entry as events show it (attachments without their bytes). */
+static int queue_effects(dexa__ctx *c, const char *id, const dexa__buf *view) {
   char signal[64];
   int n = snprintf(signal, sizeof signal, "{\"id\":\"%s\"}", id);
   int rc = dexa__result_add_publish(c->result, CHAN_USER_MESSAGE_SIGNALS,
@@ -81,14 +85,28 @@ static int queue_effects(dexa__ctx *c, const char *id, const dexa__buf *entry) {
   dexa__buf e;
   dexa__event_begin(c, &e, "queue_changed");
   dexa__buf_puts(&e, ",\"action\":\"added\",\"message\":");
-  dexa__buf_append(&e, entry->data, entry->len);
+  dexa__buf_append(&e, view->data, view->len);
   if (rc == DEXA_OK) return dexa__event_end(c, &e);
   dexa__buf_free(&e);
   return rc;
 }
 
-int dexa__queue_add(dexa__ctx *c, const char *text, int plan_mode, int64_t execute_revision,
-                    char *id) {
+/* The entry's members after "text" (or, for the event's view, with the
+ * attachments' view instead of their bytes). */
+static void entry_tail(dexa__ctx *c, dexa__buf *b, const char *attachments, int view, int plan_mode,
+                       int64_t execute_revision) {
+  if (attachments) {
+    dexa__buf_puts(b, ",\"attachments\":");
+    if (view) dexa__attachments_view(b, attachments, strlen(attachments));
+    else dexa__buf_puts(b, attachments);
+  }
+  dexa__buf_printf(b, ",\"plan_mode\":%s,\"steered\":false", plan_mode ? "true" : "false");
+  if (execute_revision > 0) dexa__buf_printf(b, ",\"execute_plan\":%lld", (long long)execute_revision);
+  dexa__buf_printf(b, ",\"at\":%lld}", (long long)c->call->now_ms);
+}
+
+int dexa__queue_add(dexa__ctx *c, const char *text, const char *attachments, int plan_mode,
+                    int64_t execute_revision, char *id) {
   dexa__queue_state q;
   int rc = dexa__queue_state_load(c, &q);
   if (rc == DEXA_E_NOT_FOUND)
@@ -97,24 +115,26 @@ int dexa__queue_add(dexa__ctx *c, const char *text, int plan_mode, int64_t execu
   char key[64];
   snprintf(id, 32, "m%lld", (long long)q.next_id);
   dexa__queue_key(id, key);
-  dexa__buf entry;
+  dexa__buf entry, view;
   dexa__buf_init(&entry);
   dexa__buf_puts(&entry, "{\"id\":");
   dexa__buf_json_cstr(&entry, id);
   dexa__buf_puts(&entry, ",\"text\":");
   dexa__buf_json_cstr(&entry, text);
-  dexa__buf_printf(&entry, ",\"plan_mode\":%s,\"steered\":false", plan_mode ? "true" : "false");
-  if (execute_revision > 0) dexa__buf_printf(&entry, ",\"execute_plan\":%lld", (long long)execute_revision);
-  dexa__buf_printf(&entry, ",\"at\":%lld}", (long long)c->call->now_ms);
-  rc = entry.oom ? DEXA_E_NOMEM : check_state_limit(c, &q, entry.len);
+  dexa__buf_init(&view);
+  dexa__buf_append(&view, entry.data, entry.len);
+  entry_tail(c, &entry, attachments, 0, plan_mode, execute_revision);
+  entry_tail(c, &view, attachments, 1, plan_mode, execute_revision);
+  rc = entry.oom || view.oom ? DEXA_E_NOMEM : check_state_limit(c, &q, entry.len);
   if (rc == DEXA_OK) {
     q.next_id++;
     q.bytes += (int64_t)entry.len;
     rc = dexa__queue_state_store(c, &q);
   }
   if (rc == DEXA_OK) rc = dexa__attr_put_raw(c, key, entry.data, entry.len);
-  if (rc == DEXA_OK) rc = queue_effects(c, id, &entry);
+  if (rc == DEXA_OK) rc = queue_effects(c, id, &view);
   dexa__buf_free(&entry);
+  dexa__buf_free(&view);
   return rc;
 }
 
@@ -147,6 +167,6 @@ int dexa__queue_load_named(dexa__ctx *c, char *key, cJSON **out, size_t *len) {
   if (rc == DEXA_E_NOT_FOUND)
     return dexa__result_failf(c->result, DEXA_E_NOT_FOUND, "no queued message \"%.40s\"", id);
   if (rc != DEXA_OK) return rc;
-  *out = cJSON_ParseWithLength(v, *len);
-  return *out ? DEXA_OK : DEXA_E_CORRUPT;
+  *out = dexa__json_parse(v, *len, DEXA_E_CORRUPT, &rc);
+  return rc;
 }

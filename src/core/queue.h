@@ -33,11 +33,12 @@ void dexa__queue_free(dexa__queue *q);
 /* The key of message id "m<N>" in key (64 bytes); 0 when id is malformed. */
 int dexa__queue_key(const char *id, char *key);
 
-/* Queues a message and signals AwaitUserMessage. execute_revision > 0 marks
+/* Queues a message and signals AwaitUserMessage. attachments is the
+ * checked JSON array of its attachments, or NULL. execute_revision > 0 marks
  * the message that starts the execution of that plan revision. id gets the
  * new id (32 bytes). Fails with DEXA_E_STATE_LIMIT past the state limit. */
-int dexa__queue_add(dexa__ctx *c, const char *text, int plan_mode, int64_t execute_revision,
-                    char *id);
+int dexa__queue_add(dexa__ctx *c, const char *text, const char *attachments, int plan_mode,
+                    int64_t execute_revision, char *id);
 
 /* Removes messages from the queue (their bytes too), with a queue_changed
  * event per message naming action ("deleted"), or none when action is NULL. */

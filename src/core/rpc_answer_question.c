@@ -57,9 +57,13 @@ int dexa__rpc_answer_question(dexa__ctx *c) {
   if (rc != DEXA_OK) return rc;
   rc = dexa__tool_question_is_tool(pending) ? dexa__tool_question_decision(c, pending, &d)
                                             : ask_user_decision(c, pending, &d);
+  char *text = rc == DEXA_OK ? cJSON_PrintUnformatted(d) : NULL;
+  if (rc == DEXA_OK && !text) rc = DEXA_E_NOMEM;
   if (rc == DEXA_OK)
-    rc = dexa__decision_deliver(c, key, dexa__input_str(c, "call_id"), d, "question_answered");
+    rc = dexa__decision_deliver(c, key, dexa__input_str(c, "call_id"), text, strlen(text),
+                                "question_answered");
   if (rc == DEXA_OK) rc = dexa__result_set_response(c->result, "{\"accepted\":true}", 17);
+  cJSON_free(text);
   cJSON_Delete(d);
   cJSON_Delete(pending);
   return rc;

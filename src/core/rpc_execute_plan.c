@@ -31,7 +31,7 @@ int dexa__rpc_execute_plan(dexa__ctx *c) {
     return dexa__result_fail(c->result, DEXA_E_BAD_STATE, "a turn is running; execute the plan after it");
   char id[32], text[96];
   snprintf(text, sizeof text, "Execute the plan (revision %lld).", (long long)revision);
-  rc = dexa__queue_add(c, text, 0, revision, id);
+  rc = dexa__queue_add(c, text, NULL, 0, revision, id);
   if (rc == DEXA_OK) rc = dexa__plan_set_status(c, "active");
   if (rc != DEXA_OK) return rc;
   char resp[96];

@@ -2,10 +2,12 @@
  * conversation, newest page first, from AgentMessages and then the immutable
  * AgentMessageChunks, down to the first message (unless retention deleted
  * it). Response: {"messages":[..oldest first..],"has_more":bool}. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
+#include "util/json_num.h"
 #include "util/json_span.h"
 
 #define DEFAULT_PAGE 50
@@ -18,7 +20,13 @@ typedef struct page {
   size_t *lens;
   size_t seen;
   int rc;
+  char bad[128]; /* the key of a damaged value */
 } page;
+
+static int damaged(page *p, const char *key, size_t key_len) {
+  snprintf(p->bad, sizeof p->bad, "%.*s", (int)(key_len < 120 ? key_len : 120), key);
+  return DEXA_E_CORRUPT;
+}
 
 static void keep(page *p, const char *json, size_t len) {
   size_t slot = p->seen % p->cap;
@@ -37,7 +45,10 @@ static void keep(page *p, const char *json, size_t len) {
 
 static int visit_message(void *ctx, const char *key, size_t key_len, const char *value, size_t len) {
   page *p = ctx;
-  int64_t seq = atoll(key + strlen(ATTR_MESSAGES));
+  int64_t seq;
+  if (dexa__key_number(key, key_len, ATTR_MESSAGES, &seq) != 0 ||
+      dexa__json_validate(value, len) != 0)
+    return damaged(p, key, key_len);
   if (seq >= p->before) return 1;
   keep(p, value, len);
   return p->rc;
@@ -45,16 +56,18 @@ static int visit_message(void *ctx, const char *key, size_t key_len, const char 
 
 static int visit_chunk(void *ctx, const char *key, size_t key_len, const char *value, size_t len) {
   page *p = ctx;
-  int64_t first = atoll(key + strlen(ATTR_MESSAGE_CHUNKS));
+  int64_t first;
+  if (dexa__key_number(key, key_len, ATTR_MESSAGE_CHUNKS, &first) != 0) return damaged(p, key, key_len);
   if (first >= p->before) return 1;
   const char *arr;
   size_t al;
-  if (dexa__json_get(value, len, "messages", &arr, &al) != 0 || al < 2) return DEXA_E_CORRUPT;
+  if (dexa__json_get(value, len, "messages", &arr, &al) != 0 || al < 2) return damaged(p, key, key_len);
   size_t pos = 1; /* past '[' */
   while (pos < al - 1) {
     while (pos < al && (arr[pos] == ',' || arr[pos] == ' ')) pos++;
     size_t start = pos;
-    if (arr[pos] == ']' || dexa__json_skip(arr, al, &pos) != 0) break;
+    if (arr[pos] == ']') break;
+    if (dexa__json_skip(arr, al, &pos) != 0) return damaged(p, key, key_len);
     int64_t seq = 0;
     dexa__json_get_i64(arr + start, pos - start, "seq", &seq);
     if (seq >= p->before) return 1;
@@ -86,17 +99,20 @@ int dexa__rpc_list_agent_messages(dexa__ctx *c) {
   if (rc != DEXA_OK) return rc;
   const cJSON *before = cJSON_GetObjectItemCaseSensitive(c->input, "before_seq");
   const cJSON *limit = cJSON_GetObjectItemCaseSensitive(c->input, "limit");
-  if ((before && !cJSON_IsNumber(before)) || (limit && !cJSON_IsNumber(limit)) ||
-      (limit && (limit->valuedouble < 1 || limit->valuedouble > MAX_PAGE)))
+  int64_t before_seq = INT64_MAX, n = DEFAULT_PAGE;
+  if ((before && !dexa__json_exact_int(before, &before_seq)) ||
+      (limit && (!dexa__json_exact_int(limit, &n) || n < 1 || n > MAX_PAGE)))
     return dexa__result_fail(c->result, DEXA_E_INVALID_JSON,
-                             "list_agent_messages takes {\"before_seq\":N,\"limit\":1..200}");
-  size_t cap = (limit ? (size_t)limit->valuedouble : DEFAULT_PAGE) + 1;
-  page p = {before ? dexa__json_int(before, INT64_MAX) : INT64_MAX, cap, calloc(cap, sizeof(char *)),
-            calloc(cap, sizeof(size_t)), 0, DEXA_OK};
+                             "list_agent_messages takes {\"before_seq\":N,\"limit\":1..200} (integers)");
+  size_t cap = (size_t)n + 1;
+  page p = {before_seq, cap, calloc(cap, sizeof(char *)),
+            calloc(cap, sizeof(size_t)), 0, DEXA_OK, ""};
   if (!p.items || !p.lens) rc = DEXA_E_NOMEM;
   if (rc == DEXA_OK) rc = dexa__attr_scan(c, ATTR_MESSAGE_CHUNKS, visit_chunk, &p);
   if (rc == DEXA_OK) rc = dexa__attr_scan(c, ATTR_MESSAGES, visit_message, &p);
   if (rc == DEXA_OK) rc = p.rc;
+  if (rc == DEXA_E_CORRUPT && p.bad[0])
+    dexa__result_failf(c->result, rc, "attribute %s is damaged: its value is not JSON", p.bad);
   if (rc == DEXA_OK) {
     respond(c, &p);
     rc = p.rc;

@@ -19,12 +19,20 @@ int dexa__rpc_resolve_approval(dexa__ctx *c) {
   cJSON *pending = NULL;
   rc = dexa__pending_load(c, "approval", key, sizeof key, &pending);
   if (rc != DEXA_OK) return rc;
-  cJSON *d = cJSON_CreateObject();
-  cJSON_AddStringToObject(d, "decision", what);
-  if (cJSON_IsString(note)) cJSON_AddStringToObject(d, "note", note->valuestring);
-  rc = dexa__decision_deliver(c, key, dexa__input_str(c, "call_id"), d, "approval_resolved");
+  dexa__buf d; /* {"decision":..,"note":..}: one out-of-memory flag for all */
+  dexa__buf_init(&d);
+  dexa__buf_puts(&d, "{\"decision\":");
+  dexa__buf_json_cstr(&d, what);
+  if (cJSON_IsString(note)) {
+    dexa__buf_puts(&d, ",\"note\":");
+    dexa__buf_json_cstr(&d, note->valuestring);
+  }
+  dexa__buf_putc(&d, '}');
+  rc = d.oom ? DEXA_E_NOMEM
+             : dexa__decision_deliver(c, key, dexa__input_str(c, "call_id"), d.data, d.len,
+                                      "approval_resolved");
   if (rc == DEXA_OK) rc = dexa__result_set_response(c->result, "{\"accepted\":true}", 17);
-  cJSON_Delete(d);
+  dexa__buf_free(&d);
   cJSON_Delete(pending);
   return rc;
 }

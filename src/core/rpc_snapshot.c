@@ -3,10 +3,12 @@
  * the queue, the calls waiting for approval, an answer or a timer, a pending
  * steer or stop, and the compaction summary. The runtime adds the resume
  * token of the newest event. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
+#include "util/json_span.h"
 
 /* Keeps copies of the newest `cap` values seen by a scan, oldest first. */
 typedef struct ring {
@@ -15,11 +17,16 @@ typedef struct ring {
   size_t cap;
   size_t seen;
   int oom;
+  char bad[128]; /* the key of a damaged value */
 } ring;
 
 static int ring_visit(void *ctx, const char *key, size_t key_len, const char *value,
                       size_t value_len) {
   ring *r = ctx;
+  if (dexa__json_validate(value, value_len) != 0) {
+    snprintf(r->bad, sizeof r->bad, "%.*s", (int)(key_len < 120 ? key_len : 120), key);
+    return DEXA_E_CORRUPT;
+  }
   size_t slot = r->seen % r->cap;
   char *copy = malloc(value_len + 1);
   if (!copy) {
@@ -48,7 +55,7 @@ static void ring_put(dexa__buf *b, const ring *r) {
 }
 
 static void ring_free(ring *r) {
-  for (size_t i = 0; i < r->cap; i++) free(r->items[i]);
+  for (size_t i = 0; r->items && i < r->cap; i++) free(r->items[i]);
   free(r->items);
   free(r->lens);
 }
@@ -56,9 +63,11 @@ static void ring_free(ring *r) {
 /* Appends "name":[newest `cap` values under prefix]. */
 static int put_newest(dexa__ctx *c, dexa__buf *b, const char *name, const char *prefix,
                       size_t cap) {
-  ring r = {calloc(cap, sizeof(char *)), calloc(cap, sizeof(size_t)), cap, 0, 0};
+  ring r = {calloc(cap, sizeof(char *)), calloc(cap, sizeof(size_t)), cap, 0, 0, ""};
   int rc = (!r.items || !r.lens) ? DEXA_E_NOMEM : dexa__attr_scan(c, prefix, ring_visit, &r);
   if (rc == DEXA_OK && r.oom) rc = DEXA_E_NOMEM;
+  if (rc == DEXA_E_CORRUPT && r.bad[0])
+    dexa__result_failf(c->result, rc, "attribute %s is damaged: its value is not JSON", r.bad);
   if (rc == DEXA_OK) {
     dexa__buf_printf(b, ",\"%s\":", name);
     ring_put(b, &r);
@@ -76,6 +85,9 @@ static int put_attr(dexa__ctx *c, dexa__buf *b, const char *name, const char *ke
     dexa__buf_puts(b, "null");
     return DEXA_OK;
   }
+  if (rc == DEXA_OK && dexa__json_validate(v, n) != 0)
+    rc = dexa__result_failf(c->result, DEXA_E_CORRUPT,
+                            "attribute %s is damaged: its value is not JSON", key);
   if (rc == DEXA_OK) dexa__buf_append(b, v, n);
   return rc;
 }
@@ -100,6 +112,7 @@ int dexa__rpc_snapshot(dexa__ctx *c) {
   if (rc == DEXA_OK) rc = put_newest(c, &b, "pending", ATTR_PENDING_CALLS, 1000);
   if (rc == DEXA_OK) rc = put_attr(c, &b, "control", ATTR_TURN_CONTROL);
   if (rc == DEXA_OK) rc = put_attr(c, &b, "summary", ATTR_CONTEXT_SUMMARY);
+  if (rc == DEXA_OK) rc = put_attr(c, &b, "usage", ATTR_USAGE);
   dexa__buf_putc(&b, '}');
   if (rc == DEXA_OK) rc = b.oom ? DEXA_E_NOMEM : dexa__result_set_response(c->result, b.data, b.len);
   dexa__buf_free(&b);

@@ -20,8 +20,8 @@ int dexa__rpc_steer(dexa__ctx *c) {
     cJSON_Delete(entry);
     return dexa__result_fail(c->result, DEXA_E_BAD_STATE, "that message is already steered");
   }
-  cJSON_ReplaceItemInObjectCaseSensitive(entry, "steered", cJSON_CreateTrue());
-  rc = dexa__attr_put_json(c, key, entry);
+  rc = dexa__json_set(entry, "steered", cJSON_CreateTrue());
+  if (rc == DEXA_OK) rc = dexa__attr_put_json(c, key, entry);
   cJSON_Delete(entry);
   dexa__turn t;
   int running = 0;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "util/decimal.h"
 
 static int64_t get_i64(const cJSON *o, const char *name, int64_t dflt) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
@@ -34,6 +35,12 @@ int dexa__transcript_store(dexa__ctx *c, const dexa__transcript *t) {
 
 void dexa__message_key(char *key, size_t n, int64_t seq) {
   snprintf(key, n, ATTR_MESSAGES "%020lld", (long long)seq);
+}
+
+int dexa__key_number(const char *key, size_t key_len, const char *prefix, int64_t *out) {
+  size_t p = strlen(prefix);
+  if (key_len <= p || memcmp(key, prefix, p) != 0) return -1;
+  return dexa__dec_i64(key + p, key_len - p, out);
 }
 
 int dexa__message_put(dexa__ctx *c, dexa__transcript *t, int64_t seq, const char *json,
@@ -97,7 +104,10 @@ int dexa__turn_set(dexa__ctx *c, int64_t turn, const char *status, const char *m
 int dexa__turn_is_running(dexa__ctx *c, int64_t turn, dexa__turn *out, int *rc) {
   dexa__turn t;
   *rc = dexa__turn_load(c, &t);
-  if (*rc == DEXA_E_NOT_FOUND) *rc = DEXA_OK;
+  if (*rc == DEXA_E_NOT_FOUND) { /* no turn record: t was never filled */
+    *rc = DEXA_OK;
+    return 0;
+  }
   if (*rc != DEXA_OK) return 0;
   if (out) *out = t;
   return t.turn == turn && strcmp(t.status, "running") == 0;

@@ -13,8 +13,8 @@ static int unsteer(dexa__ctx *c, dexa__queue *q) {
   for (size_t i = 0; i < q->count && rc == DEXA_OK; i++) {
     cJSON *e = q->items[i].entry;
     if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "steered"))) continue;
-    cJSON_ReplaceItemInObjectCaseSensitive(e, "steered", cJSON_CreateFalse());
-    rc = dexa__attr_put_json(c, q->items[i].key, e);
+    rc = dexa__json_set(e, "steered", cJSON_CreateFalse());
+    if (rc == DEXA_OK) rc = dexa__attr_put_json(c, q->items[i].key, e);
   }
   return rc;
 }

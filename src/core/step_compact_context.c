@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/model_request.h"
+#include "core/usage.h"
 #include "util/json_span.h"
 
 #define CHUNK_MESSAGES 20
@@ -47,7 +48,10 @@ static int collect(void *ctx, const char *key, size_t key_len, const char *value
   memcpy(m->json, value, len);
   m->json[len] = '\0';
   m->len = len;
-  m->seq = atoll(key + strlen(ATTR_MESSAGES));
+  if (dexa__key_number(key, key_len, ATTR_MESSAGES, &m->seq) != 0) {
+    free(m->json);
+    return DEXA_E_CORRUPT;
+  }
   int user = role_is(value, len, "user"), model = role_is(value, len, "model");
   m->cut_ok = user || (model && strcmp(h->prev_role, "tool") == 0);
   snprintf(h->prev_role, sizeof h->prev_role, "%s", user ? "user" : model ? "model" : "tool");
@@ -253,6 +257,7 @@ static int summarize(dexa__ctx *c, const history *h, size_t n, int64_t turn, int
   if (rc == DEXA_OK) rc = model->vt.generate(model->user_data, &req, &reply);
   if (rc == DEXA_OK && reply.item_count == 0) rc = DEXA_E_TRANSIENT;
   if (rc == DEXA_OK) rc = record(c, &reply, h, n);
+  if (rc == DEXA_OK) rc = dexa__usage_add(c, turn, &reply); /* summaries cost tokens too */
   if (rc == DEXA_OK) rc = continue_turn(c, turn, round);
   else if (dexa_error_class(rc) == DEXA_CLASS_TRANSIENT)
     dexa__result_failf(c->result, rc, "compaction: %s", reply.error ? reply.error : dexa_strerror(rc));

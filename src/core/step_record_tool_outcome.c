@@ -17,24 +17,23 @@ int dexa__step_record_tool_outcome(dexa__ctx *c) {
   dexa__tool_call t;
   int rc = dexa__tool_call_read(c, &t);
   if (rc != DEXA_OK) return rc;
-  cJSON *err = c->call->recovery_error
-                   ? cJSON_ParseWithLength(c->call->recovery_error, c->call->recovery_error_len)
-                   : NULL;
-  const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
-  char text[600];
-  const char *status;
-  if (strcmp(t.effect, "write") == 0) {
-    status = "unknown_outcome";
-    snprintf(text, sizeof text,
-             "The outcome of this call is unknown: it was cut off (%s) and was not repeated, "
-             "because it is a write that may not be safe to run twice. Check its effect before "
-             "trying again.",
-             why ? why : "the worker was lost");
-  } else {
-    status = "error";
-    snprintf(text, sizeof text, "The tool failed after every attempt: %s", why ? why : "unknown error");
+  /* Checked by dispatch: a parse can fail for memory only. */
+  cJSON *err = c->call->recovery_error ? dexa__json_parse(c->call->recovery_error,
+                                                          c->call->recovery_error_len,
+                                                          DEXA_E_NOMEM, &rc)
+                                       : NULL;
+  if (rc != DEXA_OK) {
+    dexa__tool_call_free(&t);
+    return rc;
   }
-  rc = finish_text(c, &t, status, text);
+  const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
+  if (strcmp(t.effect, "write") == 0) {
+    rc = dexa__tool_call_unknown_outcome(c, &t, why ? why : "the worker was lost");
+  } else {
+    char text[600];
+    snprintf(text, sizeof text, "The tool failed after every attempt: %s", why ? why : "unknown error");
+    rc = finish_text(c, &t, "error", text);
+  }
   cJSON_Delete(err);
   dexa__tool_call_free(&t);
   return rc;

@@ -10,10 +10,11 @@
 static char *failure_json(dexa__ctx *c) {
   const cJSON *e = cJSON_GetObjectItemCaseSensitive(c->input, "error");
   if (e) return cJSON_PrintUnformatted(e);
-  cJSON *r = c->call->recovery_error
-                 ? cJSON_ParseWithLength(c->call->recovery_error, c->call->recovery_error_len)
-                 : NULL;
-  if (!r) r = cJSON_Parse("{\"code\":-301,\"message\":\"the model call failed\"}");
+  int rc; /* recovery_error was checked by dispatch: a parse fails for memory only */
+  cJSON *r = c->call->recovery_error ? dexa__json_parse(c->call->recovery_error,
+                                                        c->call->recovery_error_len,
+                                                        DEXA_E_NOMEM, &rc)
+                                     : cJSON_Parse("{\"code\":-301,\"message\":\"the model call failed\"}");
   char *s = r ? cJSON_PrintUnformatted(r) : NULL;
   cJSON_Delete(r);
   return s;
@@ -34,6 +35,7 @@ int dexa__step_record_turn_failure(dexa__ctx *c) {
   char action[16];
   int rc2;
   if (rc == DEXA_OK && dexa__control_pending(c, turn, action, &rc2)) rc = dexa__attr_delete(c, ATTR_TURN_CONTROL);
+  if (rc == DEXA_OK) rc = rc2;
   dexa__buf e;
   dexa__event_begin(c, &e, "turn_failed");
   dexa__buf_printf(&e, ",\"turn\":%lld,\"error\":", (long long)turn);

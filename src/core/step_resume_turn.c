@@ -20,19 +20,22 @@ static int wait_for(dexa__ctx *c, int64_t turn, int64_t round, int64_t calls) {
 }
 
 /* Sum of the "bytes" of every result delivered to this Step. */
-static int64_t delivered_bytes(const dexa_call *call) {
-  if (!call->conditions) return 0;
-  cJSON *cond = cJSON_ParseWithLength(call->conditions, call->conditions_len);
+static int delivered_bytes(dexa__ctx *c, int64_t *sum) {
+  const dexa_call *call = c->call;
+  *sum = 0;
+  if (!call->conditions) return DEXA_OK;
+  int rc;
+  cJSON *cond = dexa__json_parse(call->conditions, call->conditions_len, DEXA_E_INVALID_JSON, &rc);
+  if (!cond) return dexa__result_fail(c->result, rc, rc == DEXA_E_NOMEM ? NULL : "conditions are not JSON");
   const cJSON *results =
       cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cond, "channels"), "results");
-  int64_t sum = 0;
   const cJSON *r;
   cJSON_ArrayForEach(r, results) {
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(r, "bytes");
-    sum += dexa__json_int(b, 0);
+    *sum += dexa__json_int(b, 0);
   }
   cJSON_Delete(cond);
-  return sum;
+  return DEXA_OK;
 }
 
 static int execute(dexa__ctx *c, int64_t turn, int64_t round) {
@@ -40,9 +43,11 @@ static int execute(dexa__ctx *c, int64_t turn, int64_t round) {
   if (!dexa__turn_is_running(c, turn, NULL, &rc))
     return rc != DEXA_OK ? rc : dexa__result_set_decision(c->result, "{\"next\":[]}", 11);
   dexa__transcript t;
+  int64_t delivered;
   rc = dexa__transcript_load(c, &t);
+  if (rc == DEXA_OK) rc = delivered_bytes(c, &delivered);
   if (rc != DEXA_OK) return rc;
-  t.bytes += delivered_bytes(c->call);
+  t.bytes += delivered;
   rc = dexa__transcript_store(c, &t);
   if (rc != DEXA_OK) return rc;
   char input[64], action[16];

@@ -11,7 +11,10 @@
 #include <string.h>
 
 #include "core/harness.h"
+#include "core/model_fallback.h"
 #include "core/model_request.h"
+#include "core/settings.h"
+#include "core/usage.h"
 #include "util/json_span.h"
 
 typedef dexa__run run;
@@ -34,12 +37,13 @@ static void emit_delta(void *ctx, int kind, const char *text, size_t len) {
   dexa__buf_free(&e);
 }
 
-static int fail_turn(run *r, int code, const char *message) {
+static int fail_turn(run *r, int code, const char *message, const char *why) {
   dexa__buf in;
   dexa__buf_init(&in);
   dexa__buf_printf(&in, "{\"turn\":%lld,\"round\":%lld,\"error\":{\"code\":%d,\"message\":",
                    (long long)r->turn, (long long)r->round, code);
   dexa__buf_json_cstr(&in, message);
+  if (why) dexa__buf_printf(&in, ",\"finish_reason\":\"%s\"", why);
   dexa__buf_puts(&in, "}}");
   int rc = in.oom ? DEXA_E_NOMEM : dexa__decide_next(r->c, STEP_RECORD_TURN_FAILURE, in.data);
   dexa__buf_free(&in);
@@ -71,7 +75,13 @@ static int model_failed(run *r, int code) {
     r->c->result->retry_after_ms = r->reply.retry_after_ms;
     return code;
   }
-  return fail_turn(r, code, msg);
+  return fail_turn(r, code, msg, NULL);
+}
+
+/* Why the model stopped: the client's word, else what the reply shows. */
+static const char *finish_reason(const dexa_model_reply *reply) {
+  if (reply->finish_reason[0]) return reply->finish_reason;
+  return reply->tool_call_count ? "tool_calls" : "stop";
 }
 
 static void build_model_message(run *r, dexa__buf *m, int64_t seq, size_t i) {
@@ -93,9 +103,13 @@ static void build_model_message(run *r, dexa__buf *m, int64_t seq, size_t i) {
     dexa__buf_append(m, it->tool_calls.data, it->tool_calls.len);
     dexa__buf_putc(m, ']');
   }
-  if (r->reply.has_usage && i + 1 == r->reply.item_count)
-    dexa__buf_printf(m, ",\"usage\":{\"input_tokens\":%lld,\"output_tokens\":%lld}",
-                     (long long)r->reply.input_tokens, (long long)r->reply.output_tokens);
+  dexa__buf_printf(m, ",\"finish_reason\":\"%s\"", finish_reason(&r->reply));
+  if (r->reply.provider_finish_reason[0])
+    dexa__buf_printf(m, ",\"provider_finish_reason\":\"%s\"", r->reply.provider_finish_reason);
+  if (r->reply.has_usage && i + 1 == r->reply.item_count) {
+    dexa__buf_puts(m, ",\"usage\":");
+    dexa__usage_put(m, &r->reply);
+  }
   dexa__buf_puts(m, ",\"item\":");
   dexa__buf_append(m, it->json, it->json_len); /* verbatim */
   dexa__buf_putc(m, '}');
@@ -119,9 +133,12 @@ static int store_items(run *r, dexa__transcript *t) {
 
 static int finish_turn(run *r) {
   int rc = dexa__turn_set(r->c, r->turn, "idle", r->state.mode, NULL);
+  const char *why = finish_reason(&r->reply);
   dexa__buf e;
   dexa__event_begin(r->c, &e, "turn_finished");
-  dexa__buf_printf(&e, ",\"turn\":%lld", (long long)r->turn);
+  dexa__buf_printf(&e, ",\"turn\":%lld,\"finish_reason\":\"%s\"", (long long)r->turn, why);
+  if (strcmp(why, "length") == 0) dexa__buf_puts(&e, ",\"truncated\":true");
+  if (rc == DEXA_OK) rc = dexa__usage_put_turn(r->c, r->turn, &e);
   if (rc == DEXA_OK) rc = dexa__event_end(r->c, &e);
   else dexa__buf_free(&e);
   if (rc == DEXA_OK) rc = dexa__decide_next(r->c, STEP_AWAIT_USER_MESSAGE, NULL);
@@ -155,10 +172,18 @@ static int record_reply(run *r) {
   int rc = dexa__transcript_load(r->c, &t);
   if (rc == DEXA_OK) rc = store_items(r, &t);
   if (rc == DEXA_OK && r->segment) rc = dexa__segment_record(r, &t);
+  if (rc == DEXA_OK) rc = dexa__usage_add(r->c, r->turn, &r->reply);
+  if (rc != DEXA_OK) return rc;
+  if (strcmp(finish_reason(&r->reply), "length") == 0 && dexa__settings_fail_on_truncation(r->c, &rc)) {
+    if (rc == DEXA_OK) rc = dexa__transcript_store(r->c, &t);
+    return rc != DEXA_OK ? rc
+                         : fail_turn(r, DEXA_E_MODEL, "the answer was cut at the output token limit",
+                                     "length");
+  }
   if (rc != DEXA_OK) return rc;
   if (r->segment && r->segment->over_limit) {
     rc = dexa__transcript_store(r->c, &t);
-    return rc == DEXA_OK ? fail_turn(r, DEXA_E_STATE_LIMIT, r->segment->why) : rc;
+    return rc == DEXA_OK ? fail_turn(r, DEXA_E_STATE_LIMIT, r->segment->why, NULL) : rc;
   }
   int control =
       dexa__control_pending(r->c, r->turn, action, &rc) || dexa__call_cancelled(r->c->call);
@@ -234,7 +259,7 @@ static int call_model(run *r) {
                                                 &r->req);
   if (rc != DEXA_OK) return rc;
   if (r->segment && r->segment->over_limit)
-    return fail_turn(r, DEXA_E_STATE_LIMIT, r->segment->why);
+    return fail_turn(r, DEXA_E_STATE_LIMIT, r->segment->why, NULL);
   if (needs_compaction(r)) {
     char input[96];
     snprintf(input, sizeof input, "{\"turn\":%lld,\"round\":%lld,\"compacted\":true}",
@@ -245,12 +270,15 @@ static int call_model(run *r) {
   r->req.emit_ctx = r;
   r->req.cancelled = call_cancelled;
   r->req.cancel_ctx = r;
-  rc = r->segment ? dexa__segment_run(r)
-                  : r->model->vt.generate(r->model->user_data, &r->req, &r->reply);
-  if (rc == DEXA_OK && r->reply.oom) rc = DEXA_E_NOMEM;
-  if (rc == DEXA_OK && r->reply.item_count == 0) {
-    dexa_model_reply_set_error(&r->reply, "the model returned no output", 0);
-    rc = DEXA_E_TRANSIENT;
+  if (r->segment) {
+    rc = dexa__segment_run(r);
+    if (rc == DEXA_OK && r->reply.oom) rc = DEXA_E_NOMEM;
+    if (rc == DEXA_OK && r->reply.item_count == 0) {
+      dexa_model_reply_set_error(&r->reply, "the model returned no output", 0);
+      rc = DEXA_E_TRANSIENT;
+    }
+  } else {
+    rc = dexa__model_generate(r->c, r->turn, r->round, &r->model, &r->req, &r->reply);
   }
   if (rc != DEXA_OK) return model_failed(r, rc);
   return record_reply(r);

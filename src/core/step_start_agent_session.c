@@ -2,7 +2,7 @@
  * waits for the first user message. */
 #include <string.h>
 
-#include "core/core.h"
+#include "core/settings.h"
 
 /* The allowed model named by the settings, or the default: a name from the
  * settings never creates a client. */
@@ -13,11 +13,12 @@ static const char *allowed_model(const dexa_agent *a, const cJSON *settings) {
   return a->models[0]->name;
 }
 
-static int write_initial_state(dexa__ctx *c, const char *model) {
+static int write_initial_state(dexa__ctx *c, const char *model, const cJSON *settings) {
   dexa__buf b;
   dexa__buf_init(&b);
   dexa__buf_puts(&b, "{\"model\":");
   dexa__buf_json_cstr(&b, model);
+  dexa__settings_put(&b, settings);
   dexa__buf_printf(&b, ",\"created_ms\":%lld}", (long long)c->call->now_ms);
   int rc = b.oom ? DEXA_E_NOMEM : dexa__attr_put_raw(c, ATTR_SESSION, b.data, b.len);
   dexa__buf_free(&b);
@@ -37,8 +38,10 @@ int dexa__step_start_agent_session(dexa__ctx *c) {
   int rc = dexa__attr_get(c, ATTR_SESSION, &v, &n);
   if (rc == DEXA_OK) return dexa__decide_next(c, STEP_AWAIT_USER_MESSAGE, NULL); /* a repeat */
   if (rc != DEXA_E_NOT_FOUND) return rc;
+  rc = dexa__settings_check(c, settings);
+  if (rc != DEXA_OK) return rc;
   const char *model = allowed_model(c->agent, settings);
-  rc = write_initial_state(c, model);
+  rc = write_initial_state(c, model, settings);
   if (rc != DEXA_OK) return rc;
   dexa__buf e;
   dexa__event_begin(c, &e, "session_started");

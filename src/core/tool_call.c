@@ -48,6 +48,17 @@ int dexa__tool_call_finish(dexa__ctx *c, const dexa__tool_call *t, const char *s
   return rc == DEXA_OK ? dexa__result_set_decision(c->result, "{\"next\":[]}", 11) : rc;
 }
 
+int dexa__tool_call_unknown_outcome(dexa__ctx *c, const dexa__tool_call *t, const char *why) {
+  char text[600];
+  int n = snprintf(text, sizeof text,
+                   "The outcome of this call is unknown: it was cut off (%s) and was not "
+                   "repeated, because it is a write that may not be safe to run twice. Check "
+                   "its effect before trying again.",
+                   why);
+  size_t len = n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1;
+  return dexa__tool_call_finish(c, t, "unknown_outcome", text, len, NULL, 0);
+}
+
 int dexa__tool_call_unpend(dexa__ctx *c, const dexa__tool_call *t) {
   char key[320];
   snprintf(key, sizeof key, ATTR_PENDING_CALLS "%s", t->call_id);

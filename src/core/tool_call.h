@@ -25,6 +25,10 @@ int dexa__tool_call_finish(dexa__ctx *c, const dexa__tool_call *t, const char *s
                            const char *output, size_t output_len, const char *content,
                            size_t content_len);
 
+/* Records an unknown outcome for a write that may have run: why says what
+ * cut it off. */
+int dexa__tool_call_unknown_outcome(dexa__ctx *c, const dexa__tool_call *t, const char *why);
+
 /* Runs the Step's tool call (CallTool with retry, CallSingleAttemptTool
  * without): a transient tool failure fails the attempt only with retry. */
 int dexa__run_tool_call(dexa__ctx *c, int retry);

@@ -33,7 +33,9 @@ int dexa__decision_take(dexa__ctx *c, const dexa__tool_call *t, cJSON **decision
   *decision = NULL;
   *fired = 0;
   if (call->conditions) {
-    cJSON *cond = cJSON_ParseWithLength(call->conditions, call->conditions_len);
+    int rc;
+    cJSON *cond = dexa__json_parse(call->conditions, call->conditions_len, DEXA_E_INVALID_JSON, &rc);
+    if (!cond) return dexa__result_fail(c->result, rc, rc == DEXA_E_NOMEM ? NULL : "conditions are not JSON");
     const cJSON *f;
     cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(cond, "fired")) {
       if (cJSON_IsString(f) && strcmp(f->valuestring, "timer") == 0) *fired = 1;
@@ -42,6 +44,7 @@ int dexa__decision_take(dexa__ctx *c, const dexa__tool_call *t, cJSON **decision
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cond, "channels"), "decision"), 0);
     if (d) *decision = cJSON_Duplicate(d, 1);
     cJSON_Delete(cond);
+    if (d && !*decision) return DEXA_E_NOMEM;
   }
   return dexa__tool_call_unpend(c, t);
 }
@@ -109,14 +112,11 @@ static int decided_event(dexa__ctx *c, const char *type, const char *call_id, co
 }
 
 int dexa__decision_deliver(dexa__ctx *c, const char *key, const char *call_id,
-                           const cJSON *decision, const char *event_type) {
+                           const char *decision, size_t len, const char *event_type) {
   char channel[320];
   channel_of(channel, sizeof channel, call_id);
-  char *text = cJSON_PrintUnformatted(decision);
-  if (!text) return DEXA_E_NOMEM;
   int rc = dexa__attr_delete(c, key);
-  if (rc == DEXA_OK) rc = dexa__result_add_publish(c->result, channel, strlen(channel), text, strlen(text));
-  if (rc == DEXA_OK) rc = decided_event(c, event_type, call_id, text);
-  cJSON_free(text);
+  if (rc == DEXA_OK) rc = dexa__result_add_publish(c->result, channel, strlen(channel), decision, len);
+  if (rc == DEXA_OK) rc = decided_event(c, event_type, call_id, decision);
   return rc;
 }

@@ -39,9 +39,9 @@ int dexa__waiting_step(dexa__ctx *c, int timer, dexa__on_decision on_decision);
  * key (key_size bytes) receives its PendingToolCalls key. */
 int dexa__pending_load(dexa__ctx *c, const char *kind, char *key, size_t key_size, cJSON **out);
 
-/* Removes the pending entry key, delivers decision to the call's Step and
- * emits event_type with it. */
+/* Removes the pending entry key, delivers decision (a JSON object's text)
+ * to the call's Step and emits event_type with it. */
 int dexa__decision_deliver(dexa__ctx *c, const char *key, const char *call_id,
-                           const cJSON *decision, const char *event_type);
+                           const char *decision, size_t len, const char *event_type);
 
 #endif

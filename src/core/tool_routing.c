@@ -89,8 +89,9 @@ static int add_waiting(route *r, const dexa__tool_def *def, const call_view *v, 
   call_input(r, &in, def, v, more.data);
   char key[320];
   snprintf(key, sizeof key, ATTR_PENDING_CALLS "%s", v->id);
-  int rc = in.oom ? DEXA_E_NOMEM : dexa__attr_put_raw(r->c, key, in.data, in.len);
-  dexa__decision_next(r->d, step, in.data, in.len);
+  int rc = in.oom || more.oom ? DEXA_E_NOMEM : dexa__attr_put_raw(r->c, key, in.data, in.len);
+  if (rc == DEXA_OK) dexa__decision_next(r->d, step, in.data, in.len);
+  if (rc == DEXA_OK && r->d->b.oom) rc = DEXA_E_NOMEM;
   if (rc == DEXA_OK) rc = event_for(r, event, v, more.data);
   dexa__buf_free(&more);
   dexa__buf_free(&in);
@@ -118,7 +119,8 @@ static int route_question(route *r, const dexa__tool_def *def, const call_view *
   if (choices) {
     char *cj = cJSON_PrintUnformatted(choices);
     dexa__buf_puts(&extra, ",\"choices\":");
-    dexa__buf_puts(&extra, cj ? cj : "[]");
+    if (cj) dexa__buf_puts(&extra, cj);
+    else extra.oom = 1; /* no choices is no question */
     cJSON_free(cj);
   }
   int rc = extra.oom ? DEXA_E_NOMEM
@@ -165,9 +167,10 @@ static int route_tool(route *r, const dexa__tool_def *def, const call_view *v) {
   dexa__buf in;
   dexa__buf_init(&in);
   call_input(r, &in, def, v, NULL);
-  dexa__decision_next(r->d, step, in.data, in.len);
+  if (!in.oom) dexa__decision_next(r->d, step, in.data, in.len);
+  int oom = in.oom || r->d->b.oom;
   dexa__buf_free(&in);
-  return r->d->b.oom ? DEXA_E_NOMEM : DEXA_OK;
+  return oom ? DEXA_E_NOMEM : DEXA_OK;
 }
 
 static int seen_before(const cJSON *calls, const cJSON *upto, const char *call_id) {

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json_span.h"
+
 static const char *turn_mode(const dexa__ctx *c, dexa__queued *const *items, size_t n) {
   for (size_t i = 0; i < n; i++) {
     const cJSON *e = items[i]->entry;
@@ -27,6 +29,14 @@ static int append_user_message(dexa__ctx *c, dexa__transcript *t, const cJSON *e
   dexa__buf_json_cstr(&m, id ? id : "");
   dexa__buf_puts(&m, ",\"text\":");
   dexa__buf_json_cstr(&m, text ? text : "");
+  const cJSON *att = cJSON_GetObjectItemCaseSensitive(entry, "attachments");
+  if (cJSON_IsArray(att)) {
+    char *a = cJSON_PrintUnformatted(att);
+    dexa__buf_puts(&m, ",\"attachments\":");
+    dexa__buf_puts(&m, a ? a : "[]");
+    if (!a) m.oom = 1;
+    cJSON_free(a);
+  }
   dexa__buf_printf(&m, ",\"at\":%lld}", (long long)c->call->now_ms);
   int rc = m.oom ? DEXA_E_NOMEM : dexa__message_put(c, t, seq, m.data, m.len);
   if (rc == DEXA_OK) rc = dexa__event_message(c, m.data, m.len);
@@ -69,11 +79,8 @@ typedef struct pending_list {
 static int collect_pending(void *ctx, const char *key, size_t key_len, const char *value,
                            size_t value_len) {
   pending_list *p = ctx;
-  int64_t turn = -1;
-  cJSON *o = cJSON_ParseWithLength(value, value_len);
-  const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "turn");
-  turn = dexa__json_int(t, -1);
-  cJSON_Delete(o);
+  int64_t turn = -1; /* read in place: no tree, no allocation */
+  if (dexa__json_get_i64(value, value_len, "turn", &turn) < 0) return DEXA_E_CORRUPT;
   if (turn != p->turn) return 0;
   char **ids = realloc(p->call_ids, (p->count + 1) * sizeof *ids);
   if (!ids) return DEXA_E_NOMEM;

@@ -141,8 +141,9 @@ DEXA_EXTERN int dexa_result_status(const dexa_result *result) {
 }
 
 DEXA_EXTERN const char *dexa_result_errmsg(const dexa_result *result) {
-  if (!result) return "invalid argument: NULL result";
-  return result->errmsg ? result->errmsg : (result->status ? dexa_strerror(result->status) : "");
+  /* As documented: "" for NULL and for a successful result. */
+  if (!result || result->status == DEXA_OK) return "";
+  return result->errmsg ? result->errmsg : dexa_strerror(result->status);
 }
 
 DEXA_EXTERN int64_t dexa_result_retry_after_ms(const dexa_result *result) {
@@ -198,17 +199,26 @@ static int doc(const char *p, size_t n, const char **json, size_t *len) {
 }
 
 DEXA_EXTERN int dexa_result_wait(const dexa_result *result, const char **json, size_t *len) {
-  if (!result) return DEXA_E_INVALID_ARG;
+  if (!result) {
+    (void)doc(NULL, 0, json, len); /* no document */
+    return DEXA_E_INVALID_ARG;
+  }
   return doc(result->wait, result->wait_len, json, len);
 }
 
 DEXA_EXTERN int dexa_result_decision(const dexa_result *result, const char **json, size_t *len) {
-  if (!result) return DEXA_E_INVALID_ARG;
+  if (!result) {
+    (void)doc(NULL, 0, json, len); /* no document */
+    return DEXA_E_INVALID_ARG;
+  }
   return doc(result->decision, result->decision_len, json, len);
 }
 
 DEXA_EXTERN int dexa_result_response(const dexa_result *result, const char **json, size_t *len) {
-  if (!result) return DEXA_E_INVALID_ARG;
+  if (!result) {
+    (void)doc(NULL, 0, json, len); /* no document */
+    return DEXA_E_INVALID_ARG;
+  }
   return doc(result->response, result->response_len, json, len);
 }
 
@@ -236,8 +246,9 @@ static void put_entries(dexa__buf *b, const char *name, const char *key_name,
 }
 
 DEXA_EXTERN int dexa_result_json(char **out, size_t *out_len, const dexa_result *result) {
+  if (out) *out = NULL; /* on every error, as documented */
+  if (out_len) *out_len = 0;
   if (!out || !result) return DEXA_E_INVALID_ARG;
-  *out = NULL;
   dexa__buf b;
   dexa__buf_init(&b);
   dexa__buf_printf(&b, "{\"status\":%d,\"error\":", result->status);

@@ -20,8 +20,13 @@ typedef struct session_rpc {
   size_t field_count;
 } session_rpc;
 
-static const field F_MODEL[] = {{"model", F_STR, 0}};
-static const field F_SEND[] = {{"text", F_STR, 1}, {"plan_mode", F_BOOL, 0}};
+/* Settings a browser may choose besides the model (checked by the session's
+ * start Step): what a truncated answer does, and structured output. */
+static const field F_MODEL[] = {
+    {"model", F_STR, 0}, {"on_truncation", F_STR, 0}, {"output_schema", F_OBJECT, 0}};
+/* attachments: images and files, checked by send_message (dexagents-flow(7)). */
+static const field F_SEND[] = {
+    {"text", F_STR, 1}, {"plan_mode", F_BOOL, 0}, {"attachments", F_ARRAY, 0}};
 static const field F_MESSAGE_ID[] = {{"message_id", F_STR, 1}};
 static const field F_APPROVAL[] = {
     {"call_id", F_STR, 1}, {"decision", F_STR, 1}, {"note", F_STR, 0}};
@@ -90,11 +95,11 @@ cJSON *dexa__http_parse_body(const dexa__buf *body, const field *fields, size_t 
     } else if (!f) {
       bad_request(reply, DEXA_E_UNKNOWN_KEY, "unknown field \"%s\"", item->string);
     } else if (!type_ok(item, f->type)) {
-      const char *fmt = f->type == F_STR     ? "\"%s\" must be a string"
-                        : f->type == F_BOOL  ? "\"%s\" must be true or false"
-                        : f->type == F_ARRAY ? "\"%s\" must be an array"
+      const char *fmt = f->type == F_STR      ? "\"%s\" must be a string"
+                        : f->type == F_BOOL   ? "\"%s\" must be true or false"
+                        : f->type == F_ARRAY  ? "\"%s\" must be an array"
                         : f->type == F_OBJECT ? "\"%s\" must be an object"
-                                             : "\"%s\" must be an integer";
+                                              : "\"%s\" must be an integer";
       bad_request(reply, DEXA_E_INVALID_JSON, fmt, f->name);
     } else {
       continue;
@@ -166,11 +171,17 @@ void dexa__http_start_session(dexa_http_agent_routes *r, const dexa__buf *body,
     dexa__http_error(reply, 400, DEXA_E_INVALID_ARG, "model must be one of the models in /settings");
     return;
   }
-  /* Settings carry only the model name; the runtime's agent resolves it. */
+  /* Settings carry the model's name (the runtime's agent resolves it) and
+   * the other checked fields as given. */
   dexa__buf settings;
   dexa__buf_init(&settings);
   dexa__buf_puts(&settings, "{\"model\":");
   dexa__buf_json_cstr(&settings, model);
+  for (size_t i = 1; i < N(F_MODEL); i++) {
+    char *v = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(in, F_MODEL[i].name));
+    if (v) dexa__buf_printf(&settings, ",\"%s\":%s", F_MODEL[i].name, v);
+    cJSON_free(v);
+  }
   dexa__buf_putc(&settings, '}');
   cJSON_Delete(in);
   /* The server picks the id, so a caller cannot claim an existing session. */
@@ -183,7 +194,8 @@ void dexa__http_start_session(dexa_http_agent_routes *r, const dexa__buf *body,
   if (rc == DEXA_OK) rc = dexa_http_token_sign(r->key, r->key_len, id, token, sizeof token);
   if (rc != DEXA_OK) {
     dexa__http_error(reply, dexa__http_status_of(rc) == 409 ? 500 : dexa__http_status_of(rc), rc,
-                     "the session could not be started");
+                     dexa_error_class(rc) == DEXA_CLASS_USAGE ? "the session settings were refused"
+                                                              : "the session could not be started");
     return;
   }
   cJSON *out = cJSON_CreateObject();

@@ -1,6 +1,7 @@
 /* Model client handles (reference counted), requests and replies. */
 #include "iface/model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,12 +41,43 @@ dexa_model *dexa__model_ref(dexa_model *m) {
   return m;
 }
 
+static void free_fallbacks(dexa_model *m) {
+  for (size_t i = 0; i < m->fallback_count; i++) free(m->fallbacks[i]);
+  free(m->fallbacks);
+  m->fallbacks = NULL;
+  m->fallback_count = 0;
+}
+
 void dexa__model_unref(dexa_model *m) {
   if (!m || atomic_fetch_sub(&m->refs, 1) != 1) return;
   if (m->vt.destroy) m->vt.destroy(m->user_data);
   free(m->harness);
+  free_fallbacks(m);
   free(m->name);
   free(m);
+}
+
+DEXA_EXTERN int dexa_model_set_fallbacks(dexa_model *model, const char *const *names,
+                                         size_t count) {
+  if (!model || (count && !names)) return DEXA_E_INVALID_ARG;
+  for (size_t i = 0; i < count; i++) {
+    if (!names[i] || !*names[i] || strcmp(names[i], model->name) == 0) return DEXA_E_INVALID_ARG;
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(names[i], names[j]) == 0) return DEXA_E_INVALID_ARG;
+  }
+  char **copy = count ? calloc(count, sizeof *copy) : NULL;
+  if (count && !copy) return DEXA_E_NOMEM;
+  for (size_t i = 0; i < count; i++) {
+    if (!(copy[i] = strdup(names[i]))) {
+      for (size_t j = 0; j < i; j++) free(copy[j]);
+      free(copy);
+      return DEXA_E_NOMEM;
+    }
+  }
+  free_fallbacks(model);
+  model->fallbacks = copy;
+  model->fallback_count = count;
+  return DEXA_OK;
 }
 
 DEXA_EXTERN void dexa_model_free(dexa_model *model) { dexa__model_unref(model); }
@@ -115,7 +147,10 @@ DEXA_EXTERN int dexa_model_request_cancelled(const dexa_model_request *request) 
 
 /* ---- reply ---- */
 
-void dexa__model_reply_init(dexa_model_reply *r) { memset(r, 0, sizeof *r); }
+void dexa__model_reply_init(dexa_model_reply *r) {
+  memset(r, 0, sizeof *r);
+  r->cost_usd = -1;
+}
 
 void dexa__model_reply_free(dexa_model_reply *r) {
   for (size_t i = 0; i < r->item_count; i++) {
@@ -127,6 +162,7 @@ void dexa__model_reply_free(dexa_model_reply *r) {
   free(r->items);
   free(r->error);
   memset(r, 0, sizeof *r);
+  r->cost_usd = -1;
 }
 
 DEXA_EXTERN int dexa_model_reply_add_item(dexa_model_reply *reply, const char *item_json,
@@ -217,6 +253,60 @@ DEXA_EXTERN int dexa_model_reply_set_usage(dexa_model_reply *reply, int64_t inpu
   reply->input_tokens = input_tokens;
   reply->output_tokens = output_tokens;
   reply->has_usage = 1;
+  return DEXA_OK;
+}
+
+DEXA_EXTERN int dexa_model_usage_init(dexa_model_usage *usage, size_t struct_size) {
+  if (!usage) return DEXA_E_INVALID_ARG;
+  if (struct_size < sizeof(dexa_model_usage)) return DEXA_E_STRUCT_SIZE;
+  memset(usage, 0, struct_size);
+  usage->struct_size = (uint32_t)sizeof(dexa_model_usage);
+  usage->cost_usd = -1;
+  return DEXA_OK;
+}
+
+DEXA_EXTERN int dexa_model_reply_set_token_usage(dexa_model_reply *reply,
+                                                 const dexa_model_usage *u) {
+  if (!reply || !u) return DEXA_E_INVALID_ARG;
+  if (u->struct_size < sizeof(dexa_model_usage)) return DEXA_E_STRUCT_SIZE;
+  if (u->input_tokens < 0 || u->output_tokens < 0 || u->cached_input_tokens < 0 ||
+      u->cache_write_tokens < 0 || u->reasoning_tokens < 0 ||
+      u->cached_input_tokens + u->cache_write_tokens > u->input_tokens ||
+      u->reasoning_tokens > u->output_tokens || !(u->cost_usd == u->cost_usd))
+    return DEXA_E_INVALID_ARG;
+  reply->input_tokens = u->input_tokens;
+  reply->output_tokens = u->output_tokens;
+  reply->cached_input_tokens = u->cached_input_tokens;
+  reply->cache_write_tokens = u->cache_write_tokens;
+  reply->reasoning_tokens = u->reasoning_tokens;
+  reply->cost_usd = u->cost_usd < 0 ? -1 : u->cost_usd;
+  reply->has_usage = 1;
+  return DEXA_OK;
+}
+
+static const char *const finish_reasons[] = {"stop",    "tool_calls", "length", "content_filter",
+                                             "refusal", "other",      NULL};
+
+/* 1 when s is printable ASCII of 1..max bytes (a provider's word, kept as is). */
+static int printable_word(const char *s, size_t max) {
+  size_t n = strlen(s);
+  if (n == 0 || n > max) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] < 0x20 || s[i] > 0x7e || s[i] == '"' || s[i] == '\\') return 0;
+  return 1;
+}
+
+DEXA_EXTERN int dexa_model_reply_set_finish_reason(dexa_model_reply *reply, const char *reason,
+                                                   const char *provider_reason) {
+  if (!reply || !reason) return DEXA_E_INVALID_ARG;
+  int known = 0;
+  for (size_t i = 0; finish_reasons[i]; i++) known |= strcmp(reason, finish_reasons[i]) == 0;
+  if (!known) return DEXA_E_INVALID_ARG;
+  if (provider_reason && !printable_word(provider_reason, sizeof reply->provider_finish_reason - 1))
+    return DEXA_E_INVALID_ARG;
+  snprintf(reply->finish_reason, sizeof reply->finish_reason, "%s", reason);
+  snprintf(reply->provider_finish_reason, sizeof reply->provider_finish_reason, "%s",
+           provider_reason ? provider_reason : "");
   return DEXA_OK;
 }
 

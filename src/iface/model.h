@@ -14,6 +14,8 @@ struct dexa_model {
   dexa_model_vtable vt;
   void *user_data;
   dexa_harness_vtable *harness; /* a harness (iface/harness.h), or NULL */
+  char **fallbacks; /* names of the models tried when this one keeps failing */
+  size_t fallback_count;
 };
 
 typedef struct dexa__span {
@@ -51,6 +53,14 @@ struct dexa_model_reply {
   int64_t input_tokens;
   int64_t output_tokens;
   int has_usage;
+  /* dexa_model_reply_set_token_usage: the rest of the usage (0 when not
+   * reported), cost_usd < 0 when unknown. */
+  int64_t cached_input_tokens;
+  int64_t cache_write_tokens;
+  int64_t reasoning_tokens;
+  double cost_usd;
+  char finish_reason[24];          /* "" when the client set none */
+  char provider_finish_reason[48]; /* the provider's own word, "" if none */
   char *error;
   int64_t retry_after_ms;
   int oom;

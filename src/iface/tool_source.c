@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dexagents/errors.h"
+#include "flow/call.h"
 #include "util/json_span.h"
 
 DEXA_EXTERN int dexa_tool_source_vtable_init(dexa_tool_source_vtable *vtable, size_t struct_size) {
@@ -198,6 +199,10 @@ DEXA_EXTERN int dexa_tool_invocation_arguments(const dexa_tool_invocation *invoc
 
 DEXA_EXTERN int32_t dexa_tool_invocation_attempt(const dexa_tool_invocation *invocation) {
   return invocation ? invocation->attempt : 0;
+}
+
+DEXA_EXTERN int dexa_tool_invocation_cancelled(const dexa_tool_invocation *invocation) {
+  return invocation ? dexa__call_cancelled(invocation->call) : 0;
 }
 
 DEXA_EXTERN int dexa_tool_invocation_answers(const dexa_tool_invocation *invocation,

@@ -5,6 +5,7 @@
 
 #include <stdatomic.h>
 
+#include "dexagents/flow.h"
 #include "dexagents/tools.h"
 #include "util/buf.h"
 
@@ -40,6 +41,7 @@ struct dexa_tool_invocation {
   const char *arguments;
   size_t arguments_len;
   int32_t attempt;
+  const dexa_call *call; /* the Step's call (its cancelled callback), or NULL */
   /* 1.1: what the call's earlier questions were answered (a JSON array, or
    * NULL: none), the call's effect, and the session's model for sampling
    * (NULL outside a session). */

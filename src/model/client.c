@@ -1,7 +1,6 @@
-/* dexa_model_client_new: provider clients chosen by name prefix, their
- * options, and the one call path they share: key, body, streaming POST,
- * stream decoding and error classification. */
-#include <cjson/cJSON.h>
+/* dexa_model_client_new: provider clients chosen by name prefix, and the
+ * one call path they share: URL, body, credentials, streaming POST, stream
+ * decoding, error classification and cost. The options are in options.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,29 +8,18 @@
 #include <time.h>
 
 #include "dexagents/errors.h"
-#include "model/http.h"
 #include "iface/model.h"
+#include "model/http.h"
 #include "model/provider.h"
 #include "model/retry.h"
+#include "model/token_command.h"
 
 static const dexa__provider *const providers[] = {
-    &dexa__openai_responses_provider, &dexa__openai_chat_provider, &dexa__anthropic_provider};
+    &dexa__openai_responses_provider, &dexa__openai_chat_provider, &dexa__anthropic_provider,
+    &dexa__gemini_provider,           &dexa__vertex_provider,      &dexa__bedrock_provider,
+    &dexa__azure_provider};
 
-static void cfg_free(dexa__client_cfg *c) {
-  if (!c) return;
-  free(c->name);
-  free(c->base_url);
-  if (c->api_key) memset(c->api_key, 0, strlen(c->api_key));
-  free(c->api_key);
-  free(c->api_key_env);
-  free(c->reasoning_effort);
-  free(c->reasoning_summary);
-  free(c->anthropic_version);
-  free(c->tool_choice);
-  free(c);
-}
-
-static void destroy(void *user_data) { cfg_free(user_data); }
+static void destroy(void *user_data) { dexa__client_cfg_free(user_data); }
 
 static int generate(void *user_data, const dexa_model_request *req, dexa_model_reply *reply) {
   return dexa__client_generate(user_data, req, reply);
@@ -49,93 +37,40 @@ static int say(char *errmsg, size_t n, int rc, const char *fmt, ...) {
   return rc;
 }
 
-/* ---- options ------------------------------------------------------------- */
-
-static int opt_str(const cJSON *v, char **slot, const char *const *allowed) {
-  if (!cJSON_IsString(v) || !*v->valuestring) return DEXA_E_INVALID_ARG;
-  if (allowed) {
-    int ok = 0;
-    for (size_t i = 0; allowed[i]; i++) ok |= strcmp(v->valuestring, allowed[i]) == 0;
-    if (!ok) return DEXA_E_INVALID_ARG;
-  }
-  free(*slot);
-  *slot = strdup(v->valuestring);
-  return *slot ? DEXA_OK : DEXA_E_NOMEM;
+static int demo_client(dexa_model **out, const char *name, const char *o, size_t n, char *errmsg,
+                       size_t errmsg_size) {
+  while (n && (*o == ' ' || *o == '\n' || *o == '\t' || *o == '\r')) o++, n--;
+  while (n && (o[n - 1] == ' ' || o[n - 1] == '\n' || o[n - 1] == '\t' || o[n - 1] == '\r')) n--;
+  if (n && !(n == 2 && o[0] == '{' && o[1] == '}'))
+    return say(errmsg, errmsg_size, DEXA_E_UNKNOWN_KEY, "the demo model takes no options");
+  int rc = dexa_model_demo_new(out, name);
+  return rc == DEXA_OK ? rc : say(errmsg, errmsg_size, rc, "demo model %s: %s", name, dexa_strerror(rc));
 }
 
-static int opt_i64(const cJSON *v, int64_t *slot, int64_t min, int64_t max) {
-  if (!cJSON_IsNumber(v) || !(v->valuedouble >= (double)min && v->valuedouble <= (double)max) ||
-      v->valuedouble != (double)(int64_t)v->valuedouble)
-    return DEXA_E_INVALID_ARG;
-  *slot = (int64_t)v->valuedouble;
+static void free_names(char **names, size_t n) {
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+}
+
+static int make_client(dexa_model **out, dexa__client_cfg *c, char **fallbacks, size_t nfb,
+                       char *errmsg, size_t errmsg_size) {
+  dexa_model_vtable vt;
+  dexa_model_vtable_init(&vt, sizeof vt);
+  vt.generate = generate;
+  vt.destroy = destroy;
+  int rc = dexa_model_new(out, c->name, &vt, c);
+  if (rc != DEXA_OK) {
+    dexa__client_cfg_free(c);
+    return say(errmsg, errmsg_size, rc, "out of memory");
+  }
+  rc = dexa_model_set_fallbacks(*out, (const char *const *)fallbacks, nfb);
+  if (rc != DEXA_OK) {
+    dexa_model_free(*out); /* frees c */
+    *out = NULL;
+    return say(errmsg, errmsg_size, rc, "model options: bad value for \"fallbacks\": expected "
+                                        "other models' names, each once");
+  }
   return DEXA_OK;
-}
-
-static int set_option(dexa__client_cfg *c, const cJSON *v) {
-  static const char *const choices[] = {"auto", "required", "none", NULL};
-  static const char *const efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh", NULL};
-  static const char *const summaries[] = {"auto", "concise", "detailed", NULL};
-  const char *k = v->string;
-  if (!strcmp(k, "base_url")) {
-    int rc = opt_str(v, &c->base_url, NULL);
-    if (rc == DEXA_OK && strncmp(c->base_url, "http://", 7) && strncmp(c->base_url, "https://", 8))
-      return DEXA_E_INVALID_ARG;
-    size_t n = rc == DEXA_OK ? strlen(c->base_url) : 0;
-    while (n && c->base_url[n - 1] == '/') c->base_url[--n] = '\0';
-    return rc;
-  }
-  if (!strcmp(k, "api_key")) return opt_str(v, &c->api_key, NULL);
-  if (!strcmp(k, "api_key_env")) return opt_str(v, &c->api_key_env, NULL);
-  if (!strcmp(k, "timeout_ms")) return opt_i64(v, &c->timeout_ms, 1, 86400000);
-  if (!strcmp(k, "connect_timeout_ms")) return opt_i64(v, &c->connect_timeout_ms, 1, 600000);
-  if (!strcmp(k, "max_output_tokens")) return opt_i64(v, &c->max_output_tokens, 1, 100000000);
-  if (!strcmp(k, "reasoning_effort")) return opt_str(v, &c->reasoning_effort, efforts);
-  if (!strcmp(k, "reasoning_summary")) return opt_str(v, &c->reasoning_summary, summaries);
-  if (!strcmp(k, "thinking_budget_tokens"))
-    return opt_i64(v, &c->thinking_budget_tokens, 1024, 100000000);
-  if (!strcmp(k, "anthropic_version")) return opt_str(v, &c->anthropic_version, NULL);
-  if (!strcmp(k, "tool_choice")) return opt_str(v, &c->tool_choice, choices);
-  if (!strcmp(k, "parallel_tool_calls")) {
-    if (!cJSON_IsBool(v)) return DEXA_E_INVALID_ARG;
-    c->parallel_tool_calls = cJSON_IsTrue(v);
-    return DEXA_OK;
-  }
-  return DEXA_E_UNKNOWN_KEY;
-}
-
-/* Options a provider does not use are refused, so a typo never passes. */
-static int option_applies(const dexa__provider *p, const char *k) {
-  int anthropic = p == &dexa__anthropic_provider;
-  if (!strcmp(k, "thinking_budget_tokens") || !strcmp(k, "anthropic_version")) return anthropic;
-  if (!strcmp(k, "reasoning_effort")) return !anthropic;
-  if (!strcmp(k, "reasoning_summary")) return p == &dexa__openai_responses_provider;
-  return 1;
-}
-
-static int parse_options(dexa__client_cfg *c, const char *json, size_t len, char *errmsg,
-                         size_t n) {
-  if (!json || !len) return DEXA_OK;
-  cJSON *o = cJSON_ParseWithLength(json, len);
-  if (!cJSON_IsObject(o)) {
-    cJSON_Delete(o);
-    return say(errmsg, n, DEXA_E_INVALID_JSON, "model options: not a JSON object");
-  }
-  int rc = DEXA_OK;
-  const cJSON *v;
-  cJSON_ArrayForEach(v, o) {
-    rc = option_applies(c->provider, v->string) ? set_option(c, v) : DEXA_E_UNKNOWN_KEY;
-    if (rc == DEXA_E_UNKNOWN_KEY)
-      say(errmsg, n, rc, "model options: unknown key \"%.64s\" for %s", v->string, c->name);
-    else if (rc == DEXA_E_INVALID_ARG)
-      say(errmsg, n, rc, "model options: bad value for \"%s\"", v->string);
-    if (rc != DEXA_OK) break;
-  }
-  cJSON_Delete(o);
-  if (rc == DEXA_OK && c->thinking_budget_tokens > 0 && c->tool_choice &&
-      !strcmp(c->tool_choice, "required"))
-    return say(errmsg, n, DEXA_E_INVALID_ARG,
-               "model options: Anthropic does not allow a forced tool_choice with thinking");
-  return rc;
 }
 
 DEXA_EXTERN int dexa_model_client_new(dexa_model **out, const char *name, const char *options_json,
@@ -145,50 +80,107 @@ DEXA_EXTERN int dexa_model_client_new(dexa_model **out, const char *name, const 
   *out = NULL;
   if (!name || (!options_json && options_len))
     return say(errmsg, errmsg_size, DEXA_E_INVALID_ARG, "name is NULL");
-  if (strncmp(name, "mock/", 5) == 0) {
-    const char *o = options_json;
-    size_t n = options_len;
-    while (n && (*o == ' ' || *o == '\n' || *o == '\t' || *o == '\r')) o++, n--;
-    while (n && (o[n - 1] == ' ' || o[n - 1] == '\n' || o[n - 1] == '\t' || o[n - 1] == '\r')) n--;
-    if (n && !(n == 2 && o[0] == '{' && o[1] == '}'))
-      return say(errmsg, errmsg_size, DEXA_E_UNKNOWN_KEY, "the demo model takes no options");
-    int rc = dexa_model_demo_new(out, name);
-    return rc == DEXA_OK ? rc : say(errmsg, errmsg_size, rc, "demo model %s: %s", name, dexa_strerror(rc));
-  }
+  if (strncmp(name, "mock/", 5) == 0)
+    return demo_client(out, name, options_json, options_len, errmsg, errmsg_size);
   const dexa__provider *p = NULL;
   for (size_t i = 0; i < sizeof providers / sizeof *providers; i++)
     if (!strncmp(name, providers[i]->prefix, strlen(providers[i]->prefix))) p = providers[i];
   if (!p)
     return say(errmsg, errmsg_size, DEXA_E_INVALID_ARG,
-               "unknown model provider in \"%.80s\" (openai/, openai-chat/, anthropic/, mock/)", name);
+               "unknown model provider in \"%.80s\" (openai/, openai-chat/, anthropic/, gemini/, "
+               "vertex/, bedrock/, azure/, mock/)",
+               name);
   if (!name[strlen(p->prefix)])
     return say(errmsg, errmsg_size, DEXA_E_INVALID_ARG, "no model id after %s", p->prefix);
   int rc = dexa__model_http_global_init();
   if (rc != DEXA_OK) return say(errmsg, errmsg_size, rc, "libcurl global init failed");
   dexa__client_cfg *c = calloc(1, sizeof *c);
-  if (!c || !(c->name = strdup(name))) {
-    cfg_free(c);
-    return say(errmsg, errmsg_size, DEXA_E_NOMEM, "out of memory");
+  if (c && !(c->name = strdup(name))) {
+    free(c);
+    c = NULL;
   }
-  c->provider = p;
+  if (c && pthread_mutex_init(&c->token.mu, NULL) != 0) {
+    free(c->name);
+    free(c);
+    c = NULL;
+  }
+  if (!c) return say(errmsg, errmsg_size, DEXA_E_NOMEM, "out of memory");
+  c->provider = c->wire = p;
   c->model = c->name + strlen(p->prefix);
   c->timeout_ms = 900000;
   c->connect_timeout_ms = 30000;
   c->parallel_tool_calls = 1;
-  rc = parse_options(c, options_json, options_len, errmsg, errmsg_size);
-  if (rc == DEXA_OK) {
-    dexa_model_vtable vt;
-    dexa_model_vtable_init(&vt, sizeof vt);
-    vt.generate = generate;
-    vt.destroy = destroy;
-    rc = dexa_model_new(out, name, &vt, c);
-    if (rc != DEXA_OK) say(errmsg, errmsg_size, rc, "out of memory");
-  }
-  if (rc != DEXA_OK) cfg_free(c);
+  c->token_ttl_s = 300;
+  char **fallbacks = NULL;
+  size_t nfb = 0;
+  rc = dexa__client_options(c, options_json, options_len, &fallbacks, &nfb, errmsg, errmsg_size);
+  if (rc == DEXA_OK) rc = make_client(out, c, fallbacks, nfb, errmsg, errmsg_size);
+  else dexa__client_cfg_free(c);
+  free_names(fallbacks, nfb);
   return rc;
 }
 
 /* ---- one call ------------------------------------------------------------ */
+
+int dexa__call_header(dexa__call *call, const char *name, const char *value) {
+  if (call->header_count == DEXA__MAX_HEADERS) return DEXA_E_INTERNAL;
+  if (strpbrk(value, "\r\n")) { /* a credential read from the environment, say */
+    snprintf(call->err, sizeof call->err, "the value of header %.60s has a line break", name);
+    return DEXA_E_AUTH;
+  }
+  dexa__buf h;
+  dexa__buf_init(&h);
+  dexa__buf_printf(&h, "%s: %s", name, value);
+  char *s = dexa__buf_steal(&h, NULL);
+  if (!s) return DEXA_E_NOMEM;
+  call->headers[call->header_count++] = s;
+  return DEXA_OK;
+}
+
+const char *dexa__client_key(const dexa__client_cfg *cfg) {
+  if (cfg->api_key) return cfg->api_key;
+  const char *env = cfg->api_key_env ? cfg->api_key_env : cfg->provider->key_env;
+  const char *k = env ? secure_getenv(env) : NULL;
+  return k && *k ? k : NULL;
+}
+
+int dexa__auth_key_header(dexa__call *call, const char *header, const char *prefix) {
+  const dexa__client_cfg *cfg = call->cfg;
+  const char *key = dexa__client_key(cfg);
+  if (!key) {
+    if (!cfg->provider->key_required) return DEXA_OK; /* local servers need none */
+    snprintf(call->err, sizeof call->err, "no API key (set %s)",
+             cfg->api_key_env ? cfg->api_key_env : cfg->provider->key_env);
+    return DEXA_E_AUTH;
+  }
+  dexa__buf v;
+  dexa__buf_init(&v);
+  dexa__buf_printf(&v, "%s%s", prefix, key);
+  int rc = v.oom ? DEXA_E_NOMEM : dexa__call_header(call, header, v.data);
+  if (v.data) memset(v.data, 0, v.len);
+  dexa__buf_free(&v);
+  return rc;
+}
+
+int dexa__auth_bearer(dexa__call *call) {
+  return dexa__auth_key_header(call, "Authorization", "Bearer ");
+}
+
+int dexa__body_refuse(dexa__buf *body, const char *reason) {
+  dexa__buf_reset(body);
+  dexa__buf_puts(body, reason);
+  return body->oom ? DEXA_E_NOMEM : DEXA_E_MODEL;
+}
+
+double dexa__client_cost(const dexa__client_cfg *cfg, const dexa_model_usage *u) {
+  const dexa__price *p = &cfg->price;
+  if (!p->set) return -1;
+  int64_t plain = u->input_tokens - u->cached_input_tokens - u->cache_write_tokens;
+  double cost = (double)(plain > 0 ? plain : 0) * p->input +
+                (double)u->cached_input_tokens * p->cached_input +
+                (double)u->cache_write_tokens * p->cache_write + (double)u->output_tokens * p->output;
+  return cost / 1e6;
+}
 
 static int feed(void *ctx, const char *bytes, size_t n) {
   return dexa__stream_feed(ctx, bytes, n) == DEXA_OK ? 0 : 1;
@@ -207,8 +199,8 @@ static int fail(dexa_model_reply *reply, int rc, int64_t retry_after_ms, const c
 }
 
 /* The call's outcome once the transfer is over. */
-static int outcome(const dexa__client_cfg *cfg, dexa__model_http_response *resp, dexa__stream *st,
-                   dexa_model_reply *reply) {
+static int outcome(dexa__client_cfg *cfg, dexa__model_http_response *resp, dexa__stream *st,
+                   dexa_model_reply *reply, int token_from_command) {
   dexa__decoder *d = st->d;
   if (resp->status >= 400 || (resp->status && resp->status < 200)) {
     char msg[1200], code[64];
@@ -217,6 +209,7 @@ static int outcome(const dexa__client_cfg *cfg, dexa__model_http_response *resp,
     dexa__retry_error_message(resp->error_body.data, resp->error_body.len, prefix, msg, sizeof msg,
                               code, sizeof code);
     int rc = dexa__retry_status_code(resp->status, resp->should_retry, code);
+    if (resp->status == 401 && token_from_command) dexa__token_forget(cfg);
     int64_t after = dexa__retry_after_ms(resp->retry_after, resp->retry_after_ms, (int64_t)time(NULL));
     return fail(reply, rc, after, "%s: %s", cfg->name, msg);
   }
@@ -226,67 +219,124 @@ static int outcome(const dexa__client_cfg *cfg, dexa__model_http_response *resp,
     return fail(reply, rc, 0, "%s: %s", cfg->name,
                 resp->curl_error[0] ? resp->curl_error : "transfer failed");
   }
-  if (!strstr(resp->content_type, "text/event-stream"))
-    return fail(reply, DEXA_E_MODEL, 0, "%s: expected an event stream, got \"%.60s\"", cfg->name,
+  const char *want = cfg->wire->stream->content_type;
+  if (!strstr(resp->content_type, want))
+    return fail(reply, DEXA_E_MODEL, 0, "%s: expected %s, got \"%.60s\"", cfg->name, want,
                 resp->content_type);
   int rc = dexa__stream_end(st);
   if (rc != DEXA_OK) return fail(reply, rc, 0, "%s: %s", cfg->name, d->err);
   return DEXA_OK;
 }
 
-/* The key: the api_key option, else the environment at call time. */
-static const char *find_key(const dexa__client_cfg *cfg) {
-  if (cfg->api_key) return cfg->api_key;
-  const char *k = secure_getenv(cfg->api_key_env ? cfg->api_key_env : cfg->provider->key_env);
-  return k && *k ? k : NULL;
+void dexa__url_escape(dexa__buf *b, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+        strchr("-._~", *p))
+      dexa__buf_putc(b, (char)*p);
+    else
+      dexa__buf_printf(b, "%%%02X", *p);
+  }
 }
 
-int dexa__client_generate(const dexa__client_cfg *cfg, const dexa_model_request *req,
-                          dexa_model_reply *reply) {
+/* Appends the query option's parameters, percent-encoded. */
+static void put_query(dexa__buf *url, const dexa__client_cfg *cfg) {
+  for (size_t i = 0; i < cfg->query_count; i++) {
+    dexa__buf_putc(url, memchr(url->data, '?', url->len) ? '&' : '?');
+    dexa__buf_puts(url, cfg->query[i].name);
+    dexa__buf_putc(url, '=');
+    dexa__url_escape(url, cfg->query[i].value);
+  }
+}
+
+int dexa__call_prepare(dexa__call *call) {
+  const dexa__client_cfg *cfg = call->cfg;
   const dexa__provider *p = cfg->provider;
-  const char *key = find_key(cfg);
-  if (!key && p->key_required)
-    return fail(reply, DEXA_E_AUTH, 0, "%s: no API key (set %s)", cfg->name,
-                cfg->api_key_env ? cfg->api_key_env : p->key_env);
   const char *base = cfg->base_url;
-  if (!base) base = secure_getenv(p->base_url_env);
+  if (!base && p->base_url_env) base = secure_getenv(p->base_url_env);
   if (!base || !*base) base = p->default_base_url;
-  dexa__buf url, body;
-  dexa__buf_init(&url);
-  dexa__buf_init(&body);
-  size_t bl = strlen(base);
-  while (bl && base[bl - 1] == '/') bl--;
-  dexa__buf_append(&url, base, bl);
-  dexa__buf_puts(&url, p->path);
-  char *auth[4] = {NULL};
-  size_t nauth = 0;
-  int rc = p->build_body(cfg, req, &body);
-  if (rc == DEXA_OK) rc = p->auth_headers(cfg, key, auth, &nauth);
-  if (rc == DEXA_OK && (url.oom || body.oom)) rc = DEXA_E_NOMEM;
-  if (rc != DEXA_OK) {
-    rc = fail(reply, rc, 0, "%s: building the request: %s", cfg->name, dexa_strerror(rc));
-  } else {
-    const char *headers[8] = {"Content-Type: application/json", "Accept: text/event-stream"};
-    for (size_t i = 0; i < nauth; i++) headers[2 + i] = auth[i];
-    dexa__model_http_request rq = {dexa__buf_cstr(&url), headers, body.data, body.len, cfg->timeout_ms,
-                             cfg->connect_timeout_ms};
-    dexa__decoder d;
-    dexa__decoder_init(&d, cfg->name, req, reply);
-    dexa__stream st;
-    dexa__model_http_response resp;
-    dexa__model_http_response_init(&resp);
-    rc = dexa__stream_init(&st, p->stream, &d);
-    if (rc == DEXA_OK) rc = dexa__model_http_post(&rq, &resp, feed, &st);
-    if (rc == DEXA_OK) rc = outcome(cfg, &resp, &st, reply);
-    else rc = fail(reply, rc, 0, "%s: %s", cfg->name, dexa_strerror(rc));
-    dexa__stream_free(&st);
-    dexa__model_http_response_free(&resp);
+  char *trimmed = base ? strdup(base) : NULL;
+  if (base && !trimmed) return DEXA_E_NOMEM;
+  size_t bl = trimmed ? strlen(trimmed) : 0;
+  while (bl && trimmed[bl - 1] == '/') trimmed[--bl] = '\0';
+  int rc = p->url(call, trimmed);
+  free(trimmed);
+  if (rc != DEXA_OK) return rc;
+  put_query(&call->url, cfg);
+  rc = p->build_body(cfg, call->req, &call->body);
+  if (rc == DEXA_E_MODEL) snprintf(call->err, sizeof call->err, "%s", dexa__buf_cstr(&call->body));
+  else if (rc != DEXA_OK) snprintf(call->err, sizeof call->err, "building the request: %s", dexa_strerror(rc));
+  if (rc == DEXA_OK && (call->url.oom || call->body.oom)) rc = DEXA_E_NOMEM;
+  if (rc == DEXA_OK) rc = dexa__call_header(call, "Content-Type", "application/json");
+  if (rc == DEXA_OK) rc = dexa__call_header(call, "Accept", cfg->wire->stream->content_type);
+  if (rc == DEXA_OK) rc = p->auth(call);
+  for (size_t i = 0; rc == DEXA_OK && i < cfg->header_count; i++)
+    rc = dexa__call_header(call, cfg->headers[i].name, cfg->headers[i].value);
+  if (rc != DEXA_OK && !call->err[0]) snprintf(call->err, sizeof call->err, "%s", dexa_strerror(rc));
+  return rc;
+}
+
+void dexa__call_init(dexa__call *call, const dexa__client_cfg *cfg, const dexa_model_request *req,
+                     int64_t now_s) {
+  memset(call, 0, sizeof *call);
+  call->cfg = cfg;
+  call->req = req;
+  call->now_s = now_s;
+  dexa__buf_init(&call->url);
+  dexa__buf_init(&call->body);
+}
+
+void dexa__call_free(dexa__call *call) {
+  for (size_t i = 0; i < call->header_count; i++) {
+    memset(call->headers[i], 0, strlen(call->headers[i])); /* no key left in freed memory */
+    free(call->headers[i]);
   }
-  for (size_t i = 0; i < nauth; i++) {
-    if (auth[i]) memset(auth[i], 0, strlen(auth[i])); /* no key left in freed memory */
-    free(auth[i]);
-  }
-  dexa__buf_free(&url);
-  dexa__buf_free(&body);
+  dexa__buf_free(&call->url);
+  dexa__buf_free(&call->body);
+}
+
+/* The cost of the reply's usage at the configured price. */
+static void add_cost(const dexa__client_cfg *cfg, dexa_model_reply *reply) {
+  if (!cfg->price.set || !reply->has_usage) return;
+  dexa_model_usage u;
+  dexa_model_usage_init(&u, sizeof u);
+  u.input_tokens = reply->input_tokens;
+  u.output_tokens = reply->output_tokens;
+  u.cached_input_tokens = reply->cached_input_tokens;
+  u.cache_write_tokens = reply->cache_write_tokens;
+  u.reasoning_tokens = reply->reasoning_tokens;
+  u.cost_usd = dexa__client_cost(cfg, &u);
+  dexa_model_reply_set_token_usage(reply, &u);
+}
+
+static int run(dexa__call *call, dexa_model_reply *reply) {
+  dexa__client_cfg *cfg = (dexa__client_cfg *)call->cfg;
+  const char *headers[DEXA__MAX_HEADERS + 1];
+  for (size_t i = 0; i < call->header_count; i++) headers[i] = call->headers[i];
+  headers[call->header_count] = NULL;
+  dexa__model_http_request rq = {dexa__buf_cstr(&call->url), headers, call->body.data,
+                                 call->body.len, cfg->timeout_ms, cfg->connect_timeout_ms};
+  dexa__decoder d;
+  dexa__decoder_init(&d, cfg->name, call->req, reply);
+  dexa__stream st;
+  dexa__model_http_response resp;
+  dexa__model_http_response_init(&resp);
+  int rc = dexa__stream_init(&st, cfg->wire->stream, &d);
+  if (rc == DEXA_OK) rc = dexa__model_http_post(&rq, &resp, feed, &st);
+  if (rc == DEXA_OK) rc = outcome(cfg, &resp, &st, reply, call->token_from_command);
+  else rc = fail(reply, rc, 0, "%s: %s", cfg->name, dexa_strerror(rc));
+  if (rc == DEXA_OK) add_cost(cfg, reply);
+  dexa__stream_free(&st);
+  dexa__model_http_response_free(&resp);
+  return rc;
+}
+
+int dexa__client_generate(dexa__client_cfg *cfg, const dexa_model_request *req,
+                          dexa_model_reply *reply) {
+  dexa__call call;
+  dexa__call_init(&call, cfg, req, (int64_t)time(NULL));
+  int rc = dexa__call_prepare(&call);
+  if (rc != DEXA_OK) rc = fail(reply, rc, 0, "%s: %s", cfg->name, call.err);
+  else rc = run(&call, reply);
+  dexa__call_free(&call);
   return rc;
 }

@@ -1,12 +1,15 @@
 /* Shared decoder helpers (see decoder.h). */
 #include "model/decoder.h"
 
+#include "iface/model.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "dexagents/errors.h"
 #include "model/sse.h"
+#include "model/transcript.h"
 #include "util/json_span.h"
 
 void dexa__decoder_init(dexa__decoder *d, const char *client, const dexa_model_request *req,
@@ -15,6 +18,19 @@ void dexa__decoder_init(dexa__decoder *d, const char *client, const dexa_model_r
   d->client = client;
   d->req = req;
   d->reply = reply;
+  int64_t turn = 0, round = 0;
+  if (req) dexa__request_turn_round(req, &turn, &round);
+  snprintf(d->id_prefix, sizeof d->id_prefix, "call-t%lldr%lld", (long long)turn, (long long)round);
+}
+
+size_t dexa__decoder_call_count(const dexa__decoder *d) { return d->reply->tool_call_count; }
+size_t dexa__decoder_item_count(const dexa__decoder *d) { return d->reply->item_count; }
+
+void dexa__usage_clamp(dexa_model_usage *u) {
+  if (u->cached_input_tokens > u->input_tokens) u->cached_input_tokens = u->input_tokens;
+  if (u->cache_write_tokens > u->input_tokens - u->cached_input_tokens)
+    u->cache_write_tokens = u->input_tokens - u->cached_input_tokens;
+  if (u->reasoning_tokens > u->output_tokens) u->reasoning_tokens = u->output_tokens;
 }
 
 int dexa__decoder_fail(dexa__decoder *d, int rc, const char *fmt, ...) {

@@ -1,4 +1,4 @@
-/* What the three stream decoders share: the state every decoder starts
+/* What the stream decoders share: the state every decoder starts
  * with, the first error it met, and the live deltas. A decoder turns the
  * events of one provider stream into a dexa_model_reply; it never records a
  * partial answer: a stream that ends before its terminal event, or breaks
@@ -20,6 +20,7 @@ typedef struct dexa__decoder {
   dexa_model_reply *reply;
   const char *client;            /* the client's name, for messages */
   int done;                      /* the terminal event was seen */
+  char id_prefix[48];            /* for call ids a provider does not give: call-t<turn>r<round> */
   int rc;                        /* first error, DEXA_OK until then */
   char err[768];
 } dexa__decoder;
@@ -46,6 +47,15 @@ int dexa__decoder_tool_call(dexa__decoder *d, const char *call_id, const char *n
  * stream may be anything: never cast an out-of-range double). Returns 1
  * and sets *out, else 0. */
 int dexa__jcount(const cJSON *obj, const char *key, int64_t *out);
+
+/* What the reply holds so far. */
+size_t dexa__decoder_call_count(const dexa__decoder *d);
+size_t dexa__decoder_item_count(const dexa__decoder *d);
+
+/* Makes a usage that a provider reported loosely consistent (cached and
+ * written input within input, reasoning within output), so that
+ * dexa_model_reply_set_token_usage takes it. */
+void dexa__usage_clamp(dexa_model_usage *u);
 
 /* A string member or NULL. */
 const char *dexa__jstr(const cJSON *obj, const char *key);

@@ -58,9 +58,71 @@ static void add_foreign(pending *p, const dexa__msg *m) {
   }
 }
 
-static int put_messages(const dexa__client_cfg *cfg, const dexa_model_request *req, dexa__buf *b) {
-  dexa__buf_puts(b, ",\"messages\":[");
-  int first = 1;
+/* A user message: plain text, or parts with its attachments. Files go as
+ * data (Chat Completions takes no file URL). */
+static int put_user(dexa__buf *b, const dexa__msg *m) {
+  dexa__buf_puts(b, "{\"role\":\"user\",\"content\":");
+  if (!cJSON_GetArraySize(m->attachments)) {
+    dexa__buf_json_cstr(b, m->text ? m->text : "");
+    dexa__buf_putc(b, '}');
+    return DEXA_OK;
+  }
+  dexa__buf_puts(b, "[{\"type\":\"text\",\"text\":");
+  dexa__buf_json_cstr(b, m->text ? m->text : "");
+  dexa__buf_putc(b, '}');
+  const cJSON *a;
+  cJSON_ArrayForEach(a, m->attachments) {
+    dexa__media md;
+    dexa__media_of_attachment(a, &md);
+    if (md.image) {
+      dexa__buf_puts(b, ",{\"type\":\"image_url\",\"image_url\":{\"url\":");
+      dexa__put_media_url(b, &md);
+      dexa__buf_puts(b, "}}");
+    } else if (md.url) {
+      return dexa__body_refuse(b, "openai-chat/ takes a file attachment as data, not by URL");
+    } else {
+      dexa__buf_puts(b, ",{\"type\":\"file\",\"file\":{\"filename\":");
+      dexa__buf_json_cstr(b, md.name ? md.name : "attachment");
+      dexa__buf_puts(b, ",\"file_data\":");
+      dexa__put_media_url(b, &md);
+      dexa__buf_puts(b, "}}");
+    }
+  }
+  dexa__buf_puts(b, "]}");
+  return DEXA_OK;
+}
+
+/* Tool messages take text only: the images of a run of tool results follow
+ * it in one user message. */
+typedef struct tool_images {
+  dexa__buf parts;
+  size_t count;
+} tool_images;
+
+static void collect_images(tool_images *t, const dexa__msg *m) {
+  dexa__media img[DEXA__MAX_TOOL_IMAGES];
+  size_t n = dexa__tool_images(m, img, DEXA__MAX_TOOL_IMAGES);
+  for (size_t i = 0; i < n; i++) {
+    if (!t->count++)
+      dexa__buf_puts(&t->parts, "{\"type\":\"text\",\"text\":\"Images returned by the tool calls above:\"}");
+    dexa__buf_puts(&t->parts, ",{\"type\":\"image_url\",\"image_url\":{\"url\":");
+    dexa__put_media_url(&t->parts, &img[i]);
+    dexa__buf_puts(&t->parts, "}}");
+  }
+}
+
+static void flush_images(dexa__buf *b, tool_images *t, int *first) {
+  if (!t->count) return;
+  if (!*first) dexa__buf_putc(b, ',');
+  *first = 0;
+  dexa__buf_puts(b, "{\"role\":\"user\",\"content\":[");
+  dexa__buf_append(b, t->parts.data, t->parts.len);
+  dexa__buf_puts(b, "]}");
+  dexa__buf_reset(&t->parts);
+  t->count = 0;
+}
+
+static int put_system(const dexa_model_request *req, dexa__buf *b, int *first) {
   dexa__buf sys;
   dexa__buf_init(&sys);
   int rc = dexa__system_text(req, &sys);
@@ -68,31 +130,43 @@ static int put_messages(const dexa__client_cfg *cfg, const dexa_model_request *r
     dexa__buf_puts(b, "{\"role\":\"system\",\"content\":");
     dexa__buf_json_str(b, sys.data, sys.len);
     dexa__buf_putc(b, '}');
-    first = 0;
+    *first = 0;
   }
   dexa__buf_free(&sys);
+  return rc;
+}
+
+static int put_compaction(const dexa_model_request *req, dexa__buf *b, int first) {
+  dexa__buf text;
+  dexa__buf_init(&text);
+  int rc = dexa__compaction_text(req, &text);
+  if (!first) dexa__buf_putc(b, ',');
+  dexa__buf_puts(b, "{\"role\":\"user\",\"content\":");
+  dexa__buf_json_str(b, text.data ? text.data : "", text.len);
+  dexa__buf_puts(b, "}]");
+  dexa__buf_free(&text);
+  return rc;
+}
+
+static int put_messages(const dexa__client_cfg *cfg, const dexa_model_request *req, dexa__buf *b) {
+  dexa__buf_puts(b, ",\"messages\":[");
+  int first = 1;
+  int rc = put_system(req, b, &first);
   if (rc != DEXA_OK) return rc;
-  if (dexa__is_compaction(req)) {
-    dexa__buf text;
-    dexa__buf_init(&text);
-    rc = dexa__compaction_text(req, &text);
-    if (!first) dexa__buf_putc(b, ',');
-    dexa__buf_puts(b, "{\"role\":\"user\",\"content\":");
-    dexa__buf_json_str(b, text.data ? text.data : "", text.len);
-    dexa__buf_puts(b, "}]");
-    dexa__buf_free(&text);
-    return rc;
-  }
+  if (dexa__is_compaction(req)) return put_compaction(req, b, first);
   pending p;
   memset(&p, 0, sizeof p);
   dexa__buf_init(&p.text);
   dexa__buf_init(&p.calls);
+  tool_images ti = {{0}, 0};
+  dexa__buf_init(&ti.parts);
   size_t count = dexa_model_request_message_count(req);
   for (size_t i = 0; i < count && rc == DEXA_OK; i++) {
     dexa__msg m;
     rc = dexa__msg_at(req, i, &m);
     if (rc != DEXA_OK) break;
-    int model = strcmp(m.role, "model") == 0;
+    int model = strcmp(m.role, "model") == 0, tool = strcmp(m.role, "tool") == 0;
+    if (!tool) flush_images(b, &ti, &first);
     if (model && !dexa__msg_is_native(&m, cfg->name, cfg->provider->prefix)) {
       add_foreign(&p, &m);
       dexa__msg_free(&m);
@@ -103,32 +177,36 @@ static int put_messages(const dexa__client_cfg *cfg, const dexa_model_request *r
     first = 0;
     if (model) {
       dexa__buf_append(b, m.item, m.item_len); /* verbatim */
-    } else if (strcmp(m.role, "tool") == 0) {
+    } else if (tool) {
       dexa__buf_puts(b, "{\"role\":\"tool\",\"tool_call_id\":");
       dexa__buf_json_cstr(b, m.call_id ? m.call_id : "");
       dexa__buf_puts(b, ",\"content\":");
       dexa__buf_json_cstr(b, m.output ? m.output : "");
       dexa__buf_putc(b, '}');
+      collect_images(&ti, &m);
     } else {
-      dexa__buf_puts(b, "{\"role\":\"user\",\"content\":");
-      dexa__buf_json_cstr(b, m.text ? m.text : "");
-      dexa__buf_putc(b, '}');
+      rc = put_user(b, &m);
     }
     dexa__msg_free(&m);
   }
-  flush(b, &p, &first);
-  int oom = p.text.oom || p.calls.oom;
+  if (rc == DEXA_OK) { /* after a refusal the body holds only its reason */
+    flush(b, &p, &first);
+    flush_images(b, &ti, &first);
+    dexa__buf_putc(b, ']');
+  }
+  int oom = p.text.oom || p.calls.oom || ti.parts.oom;
   dexa__buf_free(&p.text);
   dexa__buf_free(&p.calls);
-  dexa__buf_putc(b, ']');
+  dexa__buf_free(&ti.parts);
   return rc != DEXA_OK ? rc : oom ? DEXA_E_NOMEM : DEXA_OK;
 }
 
 static int put_tools(const dexa__client_cfg *cfg, const dexa_model_request *req, dexa__buf *b) {
   static const dexa__tool_shape shape = {"{\"type\":\"function\",\"function\":{\"name\":",
                                          ",\"parameters\":", "}}"};
+  dexa__tool_opts opts = {cfg->strict_tools ? ",\"strict\":true" : NULL, NULL, NULL};
   int count;
-  int rc = dexa__put_tools(req, &shape, b, &count);
+  int rc = dexa__put_tools_with(req, &shape, &opts, b, &count);
   if (rc != DEXA_OK || count == 0) return rc;
   if (cfg->tool_choice) {
     dexa__buf_puts(b, ",\"tool_choice\":");
@@ -138,12 +216,24 @@ static int put_tools(const dexa__client_cfg *cfg, const dexa_model_request *req,
   return DEXA_OK;
 }
 
-static int build_body(const dexa__client_cfg *cfg, const dexa_model_request *req, dexa__buf *b) {
-  dexa__buf_puts(b, "{\"model\":");
-  dexa__buf_json_cstr(b, cfg->model);
-  int rc = put_messages(cfg, req, b);
-  if (rc == DEXA_OK && !dexa__is_compaction(req)) rc = put_tools(cfg, req, b);
-  if (rc != DEXA_OK) return rc;
+/* "response_format":{"type":"json_schema",...} for the session's output schema. */
+static void put_output_schema(dexa__buf *b, const dexa_model_request *req) {
+  cJSON *o = dexa__request_output_schema(req);
+  if (!o) return;
+  const char *name = dexa__jstr(o, "name");
+  char *schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(o, "schema"));
+  dexa__buf_puts(b, ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":");
+  dexa__buf_json_cstr(b, name ? name : "output");
+  dexa__buf_puts(b, ",\"schema\":");
+  dexa__buf_puts(b, schema ? schema : "{}");
+  dexa__buf_printf(b, ",\"strict\":%s}}",
+                   cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(o, "strict")) ? "false" : "true");
+  if (!schema) b->oom = 1;
+  cJSON_free(schema);
+  cJSON_Delete(o);
+}
+
+static void put_settings(const dexa__client_cfg *cfg, const dexa_model_request *req, dexa__buf *b) {
   dexa__buf_puts(b, ",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
   if (cfg->max_output_tokens > 0)
     dexa__buf_printf(b, ",\"max_completion_tokens\":%lld", (long long)cfg->max_output_tokens);
@@ -151,18 +241,39 @@ static int build_body(const dexa__client_cfg *cfg, const dexa_model_request *req
     dexa__buf_puts(b, ",\"reasoning_effort\":");
     dexa__buf_json_cstr(b, cfg->reasoning_effort);
   }
+  if (cfg->has_temperature) dexa__put_number(b, "temperature", cfg->temperature);
+  if (cfg->has_top_p) dexa__put_number(b, "top_p", cfg->top_p);
+  if (cfg->has_seed) dexa__buf_printf(b, ",\"seed\":%lld", (long long)cfg->seed);
+  for (size_t i = 0; i < cfg->stop_count; i++) {
+    dexa__buf_puts(b, i ? "," : ",\"stop\":[");
+    dexa__buf_json_cstr(b, cfg->stop[i]);
+  }
+  if (cfg->stop_count) dexa__buf_putc(b, ']');
+  char sid[256];
+  if (cfg->prompt_caching && dexa__request_session(req, sid, sizeof sid)) {
+    dexa__buf_puts(b, ",\"prompt_cache_key\":");
+    dexa__buf_json_cstr(b, sid);
+  }
+}
+
+int dexa__openai_chat_body(const dexa__client_cfg *cfg, const dexa_model_request *req,
+                           dexa__buf *b) {
+  dexa__buf_puts(b, "{\"model\":");
+  dexa__buf_json_cstr(b, cfg->model);
+  int compaction = dexa__is_compaction(req);
+  int rc = put_messages(cfg, req, b);
+  if (rc == DEXA_OK && !compaction) rc = put_tools(cfg, req, b);
+  if (rc != DEXA_OK) return rc;
+  if (!compaction) put_output_schema(b, req);
+  put_settings(cfg, req, b);
   dexa__buf_putc(b, '}');
   return b->oom ? DEXA_E_NOMEM : DEXA_OK;
 }
 
-static int auth_headers(const dexa__client_cfg *cfg, const char *key, char **out, size_t *n) {
-  *n = 0;
-  if (!key || !*key) return DEXA_OK; /* local servers need none */
-  dexa__buf h;
-  dexa__buf_init(&h);
-  dexa__buf_printf(&h, "Authorization: Bearer %s", key);
-  out[(*n)++] = dexa__buf_steal(&h, NULL);
-  return out[0] ? DEXA_OK : DEXA_E_NOMEM;
+static int url(dexa__call *call, const char *base) {
+  dexa__buf_puts(&call->url, base);
+  dexa__buf_puts(&call->url, "/chat/completions");
+  return DEXA_OK;
 }
 
 /* ---- stream -------------------------------------------------------------- */
@@ -253,6 +364,22 @@ static int tool_fragments(cc_state *s, const cJSON *frags) {
   return DEXA_OK;
 }
 
+/* usage: prompt_tokens (prompt_tokens_details.cached_tokens) and
+ * completion_tokens (completion_tokens_details.reasoning_tokens). */
+static void set_usage(cc_state *s, const cJSON *u) {
+  dexa_model_usage usage;
+  dexa_model_usage_init(&usage, sizeof usage);
+  if (!dexa__jcount(u, "prompt_tokens", &usage.input_tokens) ||
+      !dexa__jcount(u, "completion_tokens", &usage.output_tokens))
+    return;
+  dexa__jcount(cJSON_GetObjectItemCaseSensitive(u, "prompt_tokens_details"), "cached_tokens",
+               &usage.cached_input_tokens);
+  dexa__jcount(cJSON_GetObjectItemCaseSensitive(u, "completion_tokens_details"), "reasoning_tokens",
+               &usage.reasoning_tokens);
+  dexa__usage_clamp(&usage);
+  dexa_model_reply_set_token_usage(s->d->reply, &usage);
+}
+
 static int chunk(cc_state *s, const cJSON *ev) {
   const cJSON *err = cJSON_GetObjectItemCaseSensitive(ev, "error");
   if (err && !cJSON_IsNull(err)) {
@@ -263,10 +390,7 @@ static int chunk(cc_state *s, const cJSON *ev) {
                               msg ? msg : cJSON_GetStringValue(err) ? cJSON_GetStringValue(err)
                                                                     : "no message");
   }
-  const cJSON *usage = cJSON_GetObjectItemCaseSensitive(ev, "usage");
-  int64_t in, out;
-  if (dexa__jcount(usage, "prompt_tokens", &in) && dexa__jcount(usage, "completion_tokens", &out))
-    dexa_model_reply_set_usage(s->d->reply, in, out);
+  set_usage(s, cJSON_GetObjectItemCaseSensitive(ev, "usage"));
   const cJSON *choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(ev, "choices"), 0);
   if (!choice) return DEXA_OK;
   const cJSON *ci = cJSON_GetObjectItemCaseSensitive(choice, "index");
@@ -365,12 +489,23 @@ static int cc_end(void *state) {
     s->d->rc = DEXA_E_MODEL;
     snprintf(s->d->err, sizeof s->d->err, "the output was cut at the token limit inside a tool call");
   }
+  if (s->d->rc == DEXA_OK) {
+    const char *f = s->finish;
+    const char *why = !strcmp(f, "length")           ? "length"
+                      : !strcmp(f, "content_filter") ? "content_filter"
+                      : s->ncalls                    ? "tool_calls"
+                                                     : "stop";
+    dexa_model_reply_set_finish_reason(s->d->reply, why, s->got_finish && *f ? f : NULL);
+  }
   return s->d->rc;
 }
 
-const dexa__stream_ops dexa__openai_chat_stream = {"openai-chat", sizeof(cc_state), cc_init,
-                                                   cc_event,      cc_end,           cc_free};
+const dexa__stream_ops dexa__openai_chat_stream = {
+    "openai-chat", sizeof(cc_state), cc_init, cc_event, cc_end, cc_free, DEXA__FRAMING_SSE,
+    "text/event-stream"};
 
 const dexa__provider dexa__openai_chat_provider = {
-    "openai-chat/", "/chat/completions", "https://api.openai.com/v1", "OPENAI_BASE_URL",
-    "OPENAI_API_KEY", 0, auth_headers, build_body, &dexa__openai_chat_stream};
+    "openai-chat/", "https://api.openai.com/v1", "OPENAI_BASE_URL", "OPENAI_API_KEY", 0,
+    DEXA__OPT_API_KEY | DEXA__OPT_REASONING_EFFORT | DEXA__OPT_SEED | DEXA__OPT_STOP |
+        DEXA__OPT_STRICT_TOOLS | DEXA__OPT_PROMPT_CACHING | DEXA__OPT_PARALLEL_TOOLS,
+    4, 0, url, dexa__openai_chat_body, dexa__auth_bearer, &dexa__openai_chat_stream};

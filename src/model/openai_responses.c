@@ -1,8 +1,9 @@
 /* "openai/<model>": the OpenAI Responses API (POST {base}/responses),
- * stateless: store:false with include ["reasoning.encrypted_content"], and
- * every output item of this client replayed verbatim and in order as input
- * (reasoning items with their encrypted content, then function calls, then
- * our function_call_output items, which pair by call_id). */
+ * stateless: store:false, with include ["reasoning.encrypted_content"] for
+ * models that reason, and every output item of this client replayed
+ * verbatim and in order as input (reasoning items with their encrypted
+ * content, then function calls, then our function_call_output items, which
+ * pair by call_id). prompt_cache_key is the session id. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,63 @@ static void put_foreign_model(dexa__buf *b, const dexa__msg *m, int *first) {
   }
 }
 
+/* The parts of a user message: its text, then its attachments. */
+static void put_user(dexa__buf *b, const dexa__msg *m) {
+  dexa__buf_puts(b, "{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":");
+  dexa__buf_json_cstr(b, m->text ? m->text : "");
+  dexa__buf_putc(b, '}');
+  const cJSON *a;
+  cJSON_ArrayForEach(a, m->attachments) {
+    dexa__media md;
+    dexa__media_of_attachment(a, &md);
+    if (md.image) {
+      dexa__buf_puts(b, ",{\"type\":\"input_image\",\"image_url\":");
+      dexa__put_media_url(b, &md);
+    } else if (md.url) {
+      dexa__buf_puts(b, ",{\"type\":\"input_file\",\"file_url\":");
+      dexa__buf_json_cstr(b, md.url);
+    } else {
+      dexa__buf_puts(b, ",{\"type\":\"input_file\",\"filename\":");
+      dexa__buf_json_cstr(b, md.name ? md.name : "attachment");
+      dexa__buf_puts(b, ",\"file_data\":");
+      dexa__put_media_url(b, &md);
+    }
+    dexa__buf_putc(b, '}');
+  }
+  dexa__buf_puts(b, "]}");
+}
+
+/* A tool result; with images (MCP) its output is a list of parts. */
+static void put_tool_result(dexa__buf *b, const dexa__msg *m) {
+  dexa__media img[DEXA__MAX_TOOL_IMAGES];
+  size_t n = dexa__tool_images(m, img, DEXA__MAX_TOOL_IMAGES);
+  dexa__buf_puts(b, "{\"type\":\"function_call_output\",\"call_id\":");
+  dexa__buf_json_cstr(b, m->call_id ? m->call_id : "");
+  dexa__buf_puts(b, ",\"output\":");
+  if (!n) {
+    dexa__buf_json_cstr(b, m->output ? m->output : "");
+  } else {
+    dexa__buf_puts(b, "[{\"type\":\"input_text\",\"text\":");
+    dexa__buf_json_cstr(b, m->output ? m->output : "");
+    dexa__buf_putc(b, '}');
+    for (size_t i = 0; i < n; i++) {
+      dexa__buf_puts(b, ",{\"type\":\"input_image\",\"image_url\":");
+      dexa__put_media_url(b, &img[i]);
+      dexa__buf_putc(b, '}');
+    }
+    dexa__buf_putc(b, ']');
+  }
+  dexa__buf_putc(b, '}');
+}
+
+/* A reasoning item replays only with its encrypted content: with
+ * store:false the API cannot find it by id. */
+static int replayable_reasoning(const dexa__msg *m) {
+  const char *v;
+  size_t vl;
+  return dexa__json_get(m->item, m->item_len, "encrypted_content", &v, &vl) == 0 && vl > 2;
+}
+
 static int put_input(const dexa__client_cfg *cfg, const dexa_model_request *req, dexa__buf *b) {
   dexa__buf_puts(b, ",\"input\":[");
   if (dexa__is_compaction(req)) {
@@ -59,8 +117,9 @@ static int put_input(const dexa__client_cfg *cfg, const dexa_model_request *req,
     if (strcmp(m.role, "model") == 0) {
       static const char *const reasoning[] = {"reasoning", NULL};
       int native = dexa__msg_is_native(&m, cfg->name, cfg->provider->prefix);
-      if (native == 1 && dexa__item_type_is(&m, reasoning)) {
-        /* another model's encrypted reasoning: dropped */
+      int is_reasoning = native && dexa__item_type_is(&m, reasoning);
+      if (is_reasoning && (native == 1 || !replayable_reasoning(&m))) {
+        /* another model's reasoning, or one without its encrypted content: dropped */
       } else if (native) {
         if (!first) dexa__buf_putc(b, ',');
         first = 0;
@@ -71,17 +130,8 @@ static int put_input(const dexa__client_cfg *cfg, const dexa_model_request *req,
     } else {
       if (!first) dexa__buf_putc(b, ',');
       first = 0;
-      if (strcmp(m.role, "tool") == 0) {
-        dexa__buf_puts(b, "{\"type\":\"function_call_output\",\"call_id\":");
-        dexa__buf_json_cstr(b, m.call_id ? m.call_id : "");
-        dexa__buf_puts(b, ",\"output\":");
-        dexa__buf_json_cstr(b, m.output ? m.output : "");
-        dexa__buf_putc(b, '}');
-      } else {
-        dexa__buf_puts(b, "{\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":");
-        dexa__buf_json_cstr(b, m.text ? m.text : "");
-        dexa__buf_puts(b, "}]}");
-      }
+      if (strcmp(m.role, "tool") == 0) put_tool_result(b, &m);
+      else put_user(b, &m);
     }
     dexa__msg_free(&m);
   }
@@ -90,10 +140,11 @@ static int put_input(const dexa__client_cfg *cfg, const dexa_model_request *req,
 }
 
 static int put_tools(const dexa__client_cfg *cfg, const dexa_model_request *req, dexa__buf *b) {
-  static const dexa__tool_shape shape = {"{\"type\":\"function\",\"name\":", ",\"parameters\":",
-                                         ",\"strict\":false}"};
+  static const dexa__tool_shape shape = {"{\"type\":\"function\",\"name\":", ",\"parameters\":", "}"};
+  /* The API's strict default is true: a tool says false unless it is sent strict. */
+  dexa__tool_opts opts = {cfg->strict_tools ? ",\"strict\":true" : NULL, ",\"strict\":false", NULL};
   int count;
-  int rc = dexa__put_tools(req, &shape, b, &count);
+  int rc = dexa__put_tools_with(req, &shape, &opts, b, &count);
   if (rc != DEXA_OK || count == 0) return rc;
   dexa__buf_puts(b, ",\"tool_choice\":");
   dexa__buf_json_cstr(b, cfg->tool_choice ? cfg->tool_choice : "auto");
@@ -101,7 +152,52 @@ static int put_tools(const dexa__client_cfg *cfg, const dexa_model_request *req,
   return DEXA_OK;
 }
 
-static int build_body(const dexa__client_cfg *cfg, const dexa_model_request *req, dexa__buf *b) {
+/* "text":{"format":json_schema} for the session's output schema. */
+static void put_output_schema(dexa__buf *b, const dexa_model_request *req) {
+  cJSON *o = dexa__request_output_schema(req);
+  if (!o) return;
+  const char *name = dexa__jstr(o, "name");
+  char *schema = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(o, "schema"));
+  dexa__buf_puts(b, ",\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":");
+  dexa__buf_json_cstr(b, name ? name : "output");
+  dexa__buf_puts(b, ",\"schema\":");
+  dexa__buf_puts(b, schema ? schema : "{}");
+  dexa__buf_printf(b, ",\"strict\":%s}}",
+                   cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(o, "strict")) ? "false" : "true");
+  if (!schema) b->oom = 1;
+  cJSON_free(schema);
+  cJSON_Delete(o);
+}
+
+/* Sampling, limits, reasoning and caching members. */
+static void put_settings(const dexa__client_cfg *cfg, const dexa_model_request *req, dexa__buf *b) {
+  dexa__buf_puts(b, ",\"store\":false");
+  if (cfg->encrypted_reasoning) dexa__buf_puts(b, ",\"include\":[\"reasoning.encrypted_content\"]");
+  dexa__buf_puts(b, ",\"stream\":true");
+  if (cfg->reasoning_effort || cfg->reasoning_summary) {
+    dexa__buf_puts(b, ",\"reasoning\":{");
+    if (cfg->reasoning_effort) {
+      dexa__buf_puts(b, "\"effort\":");
+      dexa__buf_json_cstr(b, cfg->reasoning_effort);
+      dexa__buf_putc(b, ',');
+    }
+    dexa__buf_puts(b, "\"summary\":");
+    dexa__buf_json_cstr(b, cfg->reasoning_summary ? cfg->reasoning_summary : "auto");
+    dexa__buf_putc(b, '}');
+  }
+  if (cfg->max_output_tokens > 0)
+    dexa__buf_printf(b, ",\"max_output_tokens\":%lld", (long long)cfg->max_output_tokens);
+  if (cfg->has_temperature) dexa__put_number(b, "temperature", cfg->temperature);
+  if (cfg->has_top_p) dexa__put_number(b, "top_p", cfg->top_p);
+  char sid[256];
+  if (cfg->prompt_caching && dexa__request_session(req, sid, sizeof sid)) {
+    dexa__buf_puts(b, ",\"prompt_cache_key\":");
+    dexa__buf_json_cstr(b, sid);
+  }
+}
+
+int dexa__openai_responses_body(const dexa__client_cfg *cfg, const dexa_model_request *req,
+                                dexa__buf *b) {
   dexa__buf_puts(b, "{\"model\":");
   dexa__buf_json_cstr(b, cfg->model);
   dexa__buf sys;
@@ -112,31 +208,20 @@ static int build_body(const dexa__client_cfg *cfg, const dexa_model_request *req
     dexa__buf_json_str(b, sys.data, sys.len);
   }
   dexa__buf_free(&sys);
+  int compaction = dexa__is_compaction(req);
   if (rc == DEXA_OK) rc = put_input(cfg, req, b);
-  if (rc == DEXA_OK && !dexa__is_compaction(req)) rc = put_tools(cfg, req, b);
+  if (rc == DEXA_OK && !compaction) rc = put_tools(cfg, req, b);
   if (rc != DEXA_OK) return rc;
-  dexa__buf_puts(b, ",\"store\":false,\"include\":[\"reasoning.encrypted_content\"],\"stream\":true");
-  if (cfg->reasoning_effort) {
-    dexa__buf_puts(b, ",\"reasoning\":{\"effort\":");
-    dexa__buf_json_cstr(b, cfg->reasoning_effort);
-    dexa__buf_puts(b, ",\"summary\":");
-    dexa__buf_json_cstr(b, cfg->reasoning_summary ? cfg->reasoning_summary : "auto");
-    dexa__buf_putc(b, '}');
-  }
-  if (cfg->max_output_tokens > 0)
-    dexa__buf_printf(b, ",\"max_output_tokens\":%lld", (long long)cfg->max_output_tokens);
+  if (!compaction) put_output_schema(b, req);
+  put_settings(cfg, req, b);
   dexa__buf_putc(b, '}');
   return b->oom ? DEXA_E_NOMEM : DEXA_OK;
 }
 
-static int auth_headers(const dexa__client_cfg *cfg, const char *key, char **out, size_t *n) {
-  *n = 0;
-  if (!key) return DEXA_OK;
-  dexa__buf h;
-  dexa__buf_init(&h);
-  dexa__buf_printf(&h, "Authorization: Bearer %s", key);
-  out[(*n)++] = dexa__buf_steal(&h, NULL);
-  return out[0] ? DEXA_OK : DEXA_E_NOMEM;
+static int url(dexa__call *call, const char *base) {
+  dexa__buf_puts(&call->url, base);
+  dexa__buf_puts(&call->url, "/responses");
+  return DEXA_OK;
 }
 
 /* ---- stream -------------------------------------------------------------- */
@@ -184,11 +269,21 @@ static int keep_item(rs_state *s, int64_t index, const char *json, size_t len) {
   return DEXA_OK;
 }
 
+/* usage: input_tokens (with input_tokens_details.cached_tokens) and
+ * output_tokens (with output_tokens_details.reasoning_tokens). */
 static void set_usage(rs_state *s, const cJSON *response) {
   const cJSON *u = cJSON_GetObjectItemCaseSensitive(response, "usage");
-  int64_t in, out;
-  if (dexa__jcount(u, "input_tokens", &in) && dexa__jcount(u, "output_tokens", &out))
-    dexa_model_reply_set_usage(s->d->reply, in, out);
+  dexa_model_usage usage;
+  dexa_model_usage_init(&usage, sizeof usage);
+  if (!dexa__jcount(u, "input_tokens", &usage.input_tokens) ||
+      !dexa__jcount(u, "output_tokens", &usage.output_tokens))
+    return;
+  dexa__jcount(cJSON_GetObjectItemCaseSensitive(u, "input_tokens_details"), "cached_tokens",
+               &usage.cached_input_tokens);
+  dexa__jcount(cJSON_GetObjectItemCaseSensitive(u, "output_tokens_details"), "reasoning_tokens",
+               &usage.reasoning_tokens);
+  dexa__usage_clamp(&usage);
+  dexa_model_reply_set_token_usage(s->d->reply, &usage);
 }
 
 static int fail_with(rs_state *s, const cJSON *err, const char *what) {
@@ -205,6 +300,13 @@ static int fail_with(rs_state *s, const cJSON *err, const char *what) {
 static int terminal(rs_state *s, const cJSON *ev, const char *data, size_t len) {
   const cJSON *response = cJSON_GetObjectItemCaseSensitive(ev, "response");
   set_usage(s, response);
+  /* Some servers end with response.completed whose status is incomplete. */
+  const char *status = dexa__jstr(response, "status");
+  if (status && !strcmp(status, "incomplete") && !s->incomplete) {
+    const char *reason = dexa__jstr(cJSON_GetObjectItemCaseSensitive(response, "incomplete_details"), "reason");
+    snprintf(s->incomplete_reason, sizeof s->incomplete_reason, "%s", reason ? reason : "max_output_tokens");
+    s->incomplete = 1;
+  }
   const char *rspan, *ospan;
   size_t rlen, olen;
   if (dexa__json_get(data, len, "response", &rspan, &rlen) == 0 &&
@@ -323,6 +425,13 @@ static int rs_end(void *state) {
   if (s->count) qsort(s->items, s->count, sizeof *s->items, cmp_index);
   for (size_t i = 0; i < s->count; i++)
     if (add_item(s, s->items[i].json, s->items[i].len) != DEXA_OK) break;
+  if (s->d->rc == DEXA_OK) {
+    const char *why = !s->incomplete                                        ? NULL
+                      : !strcmp(s->incomplete_reason, "content_filter") ? "content_filter"
+                                                                        : "length";
+    if (!why) why = dexa__decoder_call_count(s->d) ? "tool_calls" : "stop";
+    dexa_model_reply_set_finish_reason(s->d->reply, why, s->incomplete ? s->incomplete_reason : "completed");
+  }
   if (s->d->rc != DEXA_OK && s->incomplete)
     snprintf(s->d->err + strlen(s->d->err), sizeof s->d->err - strlen(s->d->err),
              " (the response is incomplete: %s)", s->incomplete_reason);
@@ -330,8 +439,11 @@ static int rs_end(void *state) {
 }
 
 const dexa__stream_ops dexa__openai_responses_stream = {
-    "openai-responses", sizeof(rs_state), rs_init, rs_event, rs_end, rs_free};
+    "openai-responses", sizeof(rs_state), rs_init, rs_event, rs_end, rs_free,
+    DEXA__FRAMING_SSE, "text/event-stream"};
 
 const dexa__provider dexa__openai_responses_provider = {
-    "openai/", "/responses", "https://api.openai.com/v1", "OPENAI_BASE_URL", "OPENAI_API_KEY", 1,
-    auth_headers, build_body, &dexa__openai_responses_stream};
+    "openai/", "https://api.openai.com/v1", "OPENAI_BASE_URL", "OPENAI_API_KEY", 1,
+    DEXA__OPT_API_KEY | DEXA__OPT_REASONING_EFFORT | DEXA__OPT_REASONING_SUMMARY |
+        DEXA__OPT_STRICT_TOOLS | DEXA__OPT_PROMPT_CACHING | DEXA__OPT_PARALLEL_TOOLS,
+    0, 1, url, dexa__openai_responses_body, dexa__auth_bearer, &dexa__openai_responses_stream};

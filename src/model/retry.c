@@ -27,6 +27,13 @@ int dexa__retry_status_code(long status, int should_retry, const char *error_cod
 
 int dexa__retry_error_type_code(const char *type) {
   if (!type) return DEXA_E_TRANSIENT;
+  /* Google's status words (Gemini, Vertex) */
+  if (strcmp(type, "RESOURCE_EXHAUSTED") == 0) return DEXA_E_RATE_LIMITED;
+  if (strcmp(type, "UNAVAILABLE") == 0 || strcmp(type, "INTERNAL") == 0 ||
+      strcmp(type, "DEADLINE_EXCEEDED") == 0 || strcmp(type, "ABORTED") == 0)
+    return DEXA_E_TRANSIENT;
+  if (strcmp(type, "UNAUTHENTICATED") == 0 || strcmp(type, "PERMISSION_DENIED") == 0)
+    return DEXA_E_AUTH;
   if (strstr(type, "rate_limit")) return DEXA_E_RATE_LIMITED;
   if (strcmp(type, "insufficient_quota") == 0) return DEXA_E_MODEL;
   if (strstr(type, "overloaded") || strstr(type, "server_error") || strcmp(type, "api_error") == 0 ||
@@ -92,6 +99,7 @@ void dexa__retry_error_message(const char *body, size_t len, const char *prefix,
   if (!msg) msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "message"));
   const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "code"));
   if (!code) code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "type"));
+  if (!code) code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "status")); /* Google */
   if (code && code_out && code_size) snprintf(code_out, code_size, "%s", code);
   char text[1024];
   if (msg) copy_printable(text, sizeof text, msg, strlen(msg));

@@ -22,7 +22,8 @@ int dexa__retry_status_code(long status, int should_retry, const char *error_cod
 /* The code for a provider error type seen inside a stream (an "error" event
  * after HTTP 200): overloaded/server/api errors are transient, rate limits
  * DEXA_E_RATE_LIMITED, authentication DEXA_E_AUTH, anything else
- * DEXA_E_MODEL. */
+ * DEXA_E_MODEL. Google's status words (RESOURCE_EXHAUSTED, UNAVAILABLE,
+ * INTERNAL, ...) are classified the same way. */
 int dexa__retry_error_type_code(const char *type);
 
 /* The code for a libcurl result (CURLcode as int): timeouts DEXA_E_TIMEOUT,
@@ -36,9 +37,10 @@ int dexa__retry_curl_code(int curl_code);
 int64_t dexa__retry_after_ms(const char *retry_after, const char *retry_after_ms, int64_t now_s);
 
 /* Writes "<prefix>: <provider message>" to out from an error body in the
- * OpenAI ({"error":{"message","code","type"}}) or Anthropic
- * ({"type":"error","error":{"type","message"}}) shape; code_out receives
- * the error code or type ("" if none). Falls back to the body's first
+ * OpenAI ({"error":{"message","code","type"}}), Anthropic
+ * ({"type":"error","error":{"type","message"}}), Google
+ * ({"error":{"code","message","status"}}) or Bedrock ({"message"}) shape;
+ * code_out receives the error code, type or status ("" if none). Falls back to the body's first
  * bytes (printable ASCII only) when it is not JSON. */
 void dexa__retry_error_message(const char *body, size_t len, const char *prefix, char *out,
                                size_t out_size, char *code_out, size_t code_size);

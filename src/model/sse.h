@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "util/buf.h"
+#include "util/utf8.h"
 
 #define DEXA__SSE_MAX_LINE (1u << 20)  /* 1 MiB */
 #define DEXA__SSE_MAX_EVENT (8u << 20) /* 8 MiB of data in one event */
@@ -42,8 +43,5 @@ int dexa__sse_parser_feed(dexa__sse_parser *p, const char *bytes, size_t n);
  * the spec says); returns 1 when such a partial event or line was pending,
  * else 0. */
 int dexa__sse_parser_finish(dexa__sse_parser *p);
-
-/* 1 when s[0..n) is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
-int dexa__utf8_valid(const char *s, size_t n);
 
 #endif

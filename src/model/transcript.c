@@ -1,7 +1,12 @@
 /* Reading a model request for a provider (see transcript.h). */
 #include "model/transcript.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include <mbedtls/base64.h>
 
 #include "dexagents/errors.h"
 #include "model/decoder.h"
@@ -27,6 +32,8 @@ int dexa__msg_at(const dexa_model_request *req, size_t i, dexa__msg *m) {
   m->name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "name"));
   m->status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "status"));
   m->output = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "output"));
+  m->attachments = cJSON_GetObjectItemCaseSensitive(d, "attachments");
+  m->content = cJSON_GetObjectItemCaseSensitive(d, "content");
   if (!dexa__jcount(d, "round", &m->round)) m->round = 0;
   if (dexa__json_get(s, n, "item", &m->item, &m->item_len) != 0) m->item = NULL;
   return DEXA_OK;
@@ -149,10 +156,17 @@ int dexa__request_tools(const dexa_model_request *req, cJSON **tools) {
 
 int dexa__put_tools(const dexa_model_request *req, const dexa__tool_shape *shape, dexa__buf *b,
                     int *count) {
+  static const dexa__tool_opts none = {NULL, NULL, NULL};
+  return dexa__put_tools_with(req, shape, &none, b, count);
+}
+
+int dexa__put_tools_with(const dexa_model_request *req, const dexa__tool_shape *shape,
+                         const dexa__tool_opts *opts, dexa__buf *b, int *count) {
   cJSON *tools;
   int rc = dexa__request_tools(req, &tools);
   *count = 0;
   if (rc != DEXA_OK) return rc;
+  int n = cJSON_GetArraySize(tools);
   const cJSON *t;
   cJSON_ArrayForEach(t, tools) {
     dexa__buf_puts(b, (*count)++ ? "," : ",\"tools\":[");
@@ -163,10 +177,17 @@ int dexa__put_tools(const dexa_model_request *req, const dexa__tool_shape *shape
       dexa__buf_puts(b, ",\"description\":");
       dexa__buf_json_cstr(b, desc);
     }
-    char *params = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(t, "parameters"));
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(t, "parameters");
+    char *params = cJSON_PrintUnformatted(schema);
     dexa__buf_puts(b, shape->params_key);
     dexa__buf_puts(b, params ? params : "{\"type\":\"object\",\"properties\":{}}");
     cJSON_free(params);
+    /* Members go before the close, into the object that holds the
+     * parameters (Chat: the function object). */
+    if (opts->strict_member && schema && dexa__schema_strict_ok(schema))
+      dexa__buf_puts(b, opts->strict_member);
+    else if (opts->nonstrict_member) dexa__buf_puts(b, opts->nonstrict_member);
+    if (opts->last_member && *count == n) dexa__buf_puts(b, opts->last_member);
     dexa__buf_puts(b, shape->close);
   }
   if (*count) dexa__buf_putc(b, ']');
@@ -178,4 +199,130 @@ void dexa__put_arguments_string(dexa__buf *b, const cJSON *arguments) {
   char *a = arguments ? cJSON_PrintUnformatted(arguments) : NULL;
   dexa__buf_json_cstr(b, a ? a : "{}");
   cJSON_free(a);
+}
+
+/* ---- media ---- */
+
+/* A media type from a URL's extension, for providers that need one. */
+static const char *guess_media_type(const char *url, int image) {
+  static const char *const map[][2] = {
+      {".png", "image/png"},   {".jpg", "image/jpeg"},      {".jpeg", "image/jpeg"},
+      {".gif", "image/gif"},   {".webp", "image/webp"},     {".pdf", "application/pdf"},
+      {".txt", "text/plain"},  {".md", "text/markdown"},    {".csv", "text/csv"},
+      {".html", "text/html"},  {".json", "application/json"}};
+  const char *q = url ? strpbrk(url, "?#") : NULL;
+  size_t n = url ? (q ? (size_t)(q - url) : strlen(url)) : 0;
+  for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
+    size_t e = strlen(map[i][0]);
+    if (n > e && strncasecmp(url + n - e, map[i][0], e) == 0) return map[i][1];
+  }
+  return image ? "image/jpeg" : "";
+}
+
+void dexa__media_of_attachment(const cJSON *a, dexa__media *m) {
+  const char *type = dexa__jstr(a, "type");
+  m->image = type && strcmp(type, "image") == 0;
+  m->data = dexa__jstr(a, "data");
+  m->url = dexa__jstr(a, "url");
+  m->name = dexa__jstr(a, "name");
+  m->media_type = dexa__jstr(a, "media_type");
+  if (!m->media_type) m->media_type = guess_media_type(m->url, m->image);
+}
+
+size_t dexa__tool_images(const dexa__msg *m, dexa__media *out, size_t max) {
+  size_t n = 0;
+  const cJSON *blk;
+  cJSON_ArrayForEach(blk, cJSON_GetObjectItemCaseSensitive(m->content, "content")) {
+    const char *type = dexa__jstr(blk, "type"), *data = dexa__jstr(blk, "data");
+    const char *mime = dexa__jstr(blk, "mimeType");
+    if (n == max || !type || strcmp(type, "image") != 0 || !data || !*data || !mime) continue;
+    out[n++] = (dexa__media){1, mime, data, NULL, NULL};
+  }
+  return n;
+}
+
+void dexa__put_media_url(dexa__buf *b, const dexa__media *m) {
+  if (m->url) {
+    dexa__buf_json_cstr(b, m->url);
+    return;
+  }
+  dexa__buf_printf(b, "\"data:%s;base64,", m->media_type);
+  dexa__buf_puts(b, m->data ? m->data : ""); /* base64 needs no escaping */
+  dexa__buf_putc(b, '"');
+}
+
+int dexa__media_decode(const dexa__media *m, dexa__buf *out) {
+  const unsigned char *src = (const unsigned char *)(m->data ? m->data : "");
+  size_t n = strlen((const char *)src), olen = 0;
+  if (dexa__buf_reserve(out, n / 4 * 3 + 3) != 0) return DEXA_E_NOMEM;
+  if (mbedtls_base64_decode((unsigned char *)out->data + out->len, out->cap - out->len, &olen, src,
+                            n) != 0)
+    return DEXA_E_CORRUPT;
+  out->len += olen;
+  out->data[out->len] = '\0';
+  return DEXA_OK;
+}
+
+const char *dexa__media_subtype(const dexa__media *m) {
+  const char *slash = m->media_type ? strchr(m->media_type, '/') : NULL;
+  return slash ? slash + 1 : "";
+}
+
+int dexa__request_session(const dexa_model_request *req, char *out, size_t size) {
+  cJSON *sid = head_member(req, "session_id");
+  const char *s = cJSON_GetStringValue(sid);
+  snprintf(out, size, "%s", s ? s : "");
+  cJSON_Delete(sid);
+  return out[0] != '\0';
+}
+
+cJSON *dexa__request_output_schema(const dexa_model_request *req) {
+  cJSON *o = head_member(req, "output_schema");
+  if (!cJSON_IsObject(o) || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "schema"))) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+void dexa__request_turn_round(const dexa_model_request *req, int64_t *turn, int64_t *round) {
+  const char *json;
+  size_t len;
+  *turn = *round = 0;
+  if (dexa_model_request_json(req, &json, &len) != DEXA_OK) return;
+  dexa__json_get_i64(json, len, "turn", turn);
+  dexa__json_get_i64(json, len, "round", round);
+}
+
+int dexa__schema_strict_ok(const cJSON *s) {
+  if (!cJSON_IsObject(s)) return 1; /* true / false schemas, or nothing to check */
+  const cJSON *props = cJSON_GetObjectItemCaseSensitive(s, "properties");
+  const char *type = dexa__jstr(s, "type");
+  if ((type && strcmp(type, "object") == 0) || props) {
+    if (!cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s, "additionalProperties"))) return 0;
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(s, "required"), *p;
+    cJSON_ArrayForEach(p, props) {
+      int listed = 0;
+      const cJSON *r;
+      cJSON_ArrayForEach(r, req) listed |= cJSON_IsString(r) && strcmp(r->valuestring, p->string) == 0;
+      if (!listed || !dexa__schema_strict_ok(p)) return 0;
+    }
+  }
+  static const char *const nested[] = {"items", "anyOf", "allOf", "oneOf", "$defs", "definitions"};
+  for (size_t i = 0; i < sizeof nested / sizeof *nested; i++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, nested[i]), *e;
+    if (cJSON_IsObject(v) && strcmp(nested[i], "items") == 0 && !dexa__schema_strict_ok(v)) return 0;
+    if (cJSON_IsArray(v) || (cJSON_IsObject(v) && strcmp(nested[i], "items") != 0))
+      cJSON_ArrayForEach(e, v) if (!dexa__schema_strict_ok(e)) return 0;
+  }
+  return 1;
+}
+
+void dexa__put_number(dexa__buf *b, const char *key, double v) {
+  char text[32];
+  for (int digits = 15; digits <= 17; digits++) {
+    snprintf(text, sizeof text, "%.*g", digits, v);
+    if (strtod(text, NULL) == v) break;
+  }
+  dexa__buf_printf(b, ",\"%s\":%s", key, text);
 }

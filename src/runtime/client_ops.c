@@ -109,6 +109,8 @@ typedef struct rpc_arg {
   const char *input;
   size_t input_len;
   int read_only;
+  int interrupts;   /* the RPC tells the session's running tasks to end early */
+  uint64_t running; /* out: the newest in-flight task's serial when it ran */
   dexa_result *res; /* out: the successful result */
   int64_t event_seq; /* out: newest durable event after the RPC */
   char errmsg[512];
@@ -164,6 +166,7 @@ static int rpc_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
   dexa__touch_session(rt, a->sid);
   dexa_result_free(a->res); /* from an earlier run of a batch that ran again */
   a->res = NULL;
+  if (a->interrupts) a->running = dexa__inflight_serial(rt);
   int rc = rpc_run(rt, c, arg, 1);
   if (rc == DEXA_OK) rc = dexa__run_session_locked(rt, c, a->sid, dexa__now(rt));
   return rc;
@@ -216,10 +219,13 @@ DEXA_EXTERN int dexa_runtime_call(dexa_runtime *rt, const char *session_id, cons
   if (out) *out = NULL;
   if (out_len) *out_len = 0;
   if (!rt || !session_id || !rpc || !out) return DEXA_E_INVALID_ARG;
-  rpc_arg a = {session_id, rpc, input_json, input_json ? input_len : 0, 0, NULL, 0, ""};
+  rpc_arg a = {session_id, rpc, input_json, input_json ? input_len : 0, 0, 0, 0, NULL, 0, ""};
   const dexa__rpc_def *def = dexa__flow_rpc(&rt->desc, rpc);
   int rc = def ? DEXA_OK : DEXA_E_UNKNOWN_RPC;
+  if (rc == DEXA_OK) a.interrupts = def->interrupts;
   if (rc == DEXA_OK) rc = def->read_only ? rpc_read(rt, &a) : dexa__gc_run(rt, rpc_op, &a);
+  /* Only once durable: a stop that did not commit stops nothing. */
+  if (rc == DEXA_OK && a.interrupts) dexa__interrupt_session(rt, session_id, a.running);
   if (rc == DEXA_OK) rc = response_out(&a, out, out_len);
   if (rc != DEXA_OK) {
     const char *msg = a.errmsg[0] ? a.errmsg : dexa_strerror(rc);

@@ -120,6 +120,7 @@ static int parse_rpcs(dexa__flow_desc *d, const cJSON *rpcs) {
     if (!def->name) return DEXA_E_NOMEM;
     d->rpc_count++;
     def->read_only = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "read_only"));
+    def->interrupts = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "interrupts"));
   }
   return DEXA_OK;
 }

@@ -9,6 +9,7 @@
 
 void dexa__inflight_add(dexa_runtime *rt, dexa_task *t) {
   pthread_mutex_lock(&rt->mu);
+  if (!t->serial) t->serial = ++rt->task_serial;
   t->prev = NULL;
   t->next = rt->inflight;
   if (rt->inflight) rt->inflight->prev = t;
@@ -26,6 +27,24 @@ void dexa__inflight_remove(dexa_runtime *rt, dexa_task *t) {
     if (t->next) t->next->prev = t->prev;
   }
   t->next = t->prev = NULL;
+  pthread_mutex_unlock(&rt->mu);
+}
+
+uint64_t dexa__inflight_serial(dexa_runtime *rt) {
+  pthread_mutex_lock(&rt->mu);
+  uint64_t s = rt->task_serial;
+  pthread_mutex_unlock(&rt->mu);
+  return s;
+}
+
+/* Tasks that joined after the RPC's transaction began are left alone: they
+ * were claimed after it (a new turn's calls, say), and stopping them would
+ * cut short work the stop was not about. */
+void dexa__interrupt_session(dexa_runtime *rt, const char *sid, uint64_t bound) {
+  pthread_mutex_lock(&rt->mu);
+  for (dexa_task *t = rt->inflight; t; t = t->next)
+    if (t->serial <= bound && strcmp(t->row.session_id, sid) == 0)
+      atomic_store_explicit(&t->cancel, 1, memory_order_relaxed);
   pthread_mutex_unlock(&rt->mu);
 }
 

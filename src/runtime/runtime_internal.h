@@ -9,6 +9,7 @@
 #define DEXA_RUNTIME_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +52,7 @@ typedef struct dexa__step_def {
 typedef struct dexa__rpc_def {
   char *name;
   int read_only;
+  int interrupts; /* committed: the session's running tasks are told to end early */
 } dexa__rpc_def;
 
 typedef struct dexa__flow_desc {
@@ -176,6 +178,10 @@ struct dexa_task {
   dexa__sink_ctx sink;
   int64_t deadline_ms; /* started + timeout: no renewal past it */
   int lost;            /* a renewal found the lease gone */
+  /* Raised by an interrupting RPC of the session (dexa__interrupt_session);
+   * read by the call's cancelled callback, on any thread. */
+  atomic_int cancel;
+  uint64_t serial; /* order of joining rt->inflight (rt->mu), from 1 */
   struct dexa_task *next, *prev; /* in rt->inflight */
 };
 
@@ -225,6 +231,7 @@ struct dexa_runtime {
   int stopping; /* worker threads should return */
   int closing;  /* the heartbeat should return */
   dexa_task *inflight;
+  uint64_t task_serial; /* the newest in-flight task's serial */
   /* Batch-claimed tasks no worker has started yet, oldest first. */
   dexa_task **claimed;
   size_t claimed_count, claimed_cap;
@@ -413,6 +420,12 @@ int dexa__heartbeat_ensure(dexa_runtime *rt);
 void dexa__heartbeat_stop(dexa_runtime *rt);
 void dexa__inflight_add(dexa_runtime *rt, dexa_task *t);
 void dexa__inflight_remove(dexa_runtime *rt, dexa_task *t);
+/* The newest serial of an in-flight task (rt->mu taken): tasks up to it
+ * joined before now. */
+uint64_t dexa__inflight_serial(dexa_runtime *rt);
+/* Raises the cancel flag of every in-flight task of session sid whose
+ * serial is at most bound (it was claimed before an interrupting RPC). */
+void dexa__interrupt_session(dexa_runtime *rt, const char *sid, uint64_t bound);
 
 /* workers.c */
 void dexa__workers_join(dexa_runtime *rt);

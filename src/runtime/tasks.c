@@ -5,6 +5,12 @@
 
 #include "runtime/runtime_internal.h"
 
+/* The call's cancelled callback: cheap, any thread. */
+static int task_cancelled(void *user) {
+  dexa_task *t = user;
+  return atomic_load_explicit(&t->cancel, memory_order_relaxed);
+}
+
 int dexa__task_new(dexa_runtime *rt, const dexa__step_row *row, int64_t event_seq,
                    int64_t data_ver, dexa_task **out) {
   dexa_task *t = calloc(1, sizeof *t);
@@ -21,6 +27,9 @@ int dexa__task_new(dexa_runtime *rt, const dexa__step_row *row, int64_t event_se
   dexa__call_for_row(rt, &t->call, &t->row, t->row.started_ms);
   t->call.attr_user_data = &t->reader;
   t->call.sink_user_data = &t->sink;
+  atomic_init(&t->cancel, 0);
+  t->call.cancel_user_data = t;
+  t->call.cancelled = task_cancelled;
   *out = t;
   return DEXA_OK;
 }

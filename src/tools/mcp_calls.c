@@ -49,6 +49,15 @@ void dexa__mcp_call_unref(dexa__mcp_call *call) {
   if (last) call_free(call);
 }
 
+/* The runner's stop check: the waiting thread saw the turn stopped. */
+static int stop_asked(void *arg) {
+  dexa__mcp_call *call = arg;
+  pthread_mutex_lock(&call->c->mu);
+  int stop = call->stop;
+  pthread_mutex_unlock(&call->c->mu);
+  return stop;
+}
+
 static void *runner(void *arg) {
   dexa__mcp_call *call = arg;
   dexa__mcp_client *c = call->c;
@@ -56,8 +65,9 @@ static void *runner(void *arg) {
   call->params = NULL;
   int64_t code = 0;
   char err[600] = "";
-  int rc = dexa__mcp_request_for(c, call, "tools/call", params, call->timeout_ms, &result, &code,
-                                 err, sizeof err);
+  dexa__mcp_cancel cancel = {stop_asked, call};
+  int rc = dexa__mcp_request_for(c, call, "tools/call", params, call->timeout_ms, &cancel, &result,
+                                 &code, err, sizeof err);
   pthread_mutex_lock(&c->mu);
   call->done = 1;
   call->rc = rc;
@@ -127,13 +137,23 @@ void dexa__mcp_call_deliver(dexa__mcp_call *owner, cJSON *msg, uint64_t generati
   pthread_cond_broadcast(&owner->c->cv);
 }
 
-int dexa__mcp_call_next(dexa__mcp_call *call, dexa__mcp_server_request **req) {
+int dexa__mcp_call_next(dexa__mcp_call *call, dexa__mcp_server_request **req,
+                        int (*stopped)(void *ctx), void *ctx) {
   dexa__mcp_client *c = call->c;
   *req = NULL;
   pthread_mutex_lock(&c->mu);
   while (!call->inbox && !call->done) {
+    if (stopped && !call->stop) { /* the host's check, outside the lock */
+      pthread_mutex_unlock(&c->mu);
+      int stop = stopped(ctx);
+      pthread_mutex_lock(&c->mu);
+      if (stop) {
+        call->stop = 1;
+        pthread_cond_broadcast(&c->cv);
+      }
+    }
     struct timespec ts;
-    int64_t until = dexa__mcp_now_ms() + 1000;
+    int64_t until = dexa__mcp_now_ms() + (stopped ? DEXA__MCP_STOP_POLL_MS : 1000);
     ts.tv_sec = (time_t)(until / 1000);
     ts.tv_nsec = (long)(until % 1000) * 1000000L;
     pthread_cond_timedwait(&c->cv, &c->mu, &ts);

@@ -428,6 +428,20 @@ static int rpc_error(const cJSON *resp, int64_t *code_out, char *err, size_t err
   return DEXA_E_TOOL;
 }
 
+/* The caller's stop check, outside c->mu: it is the host's code. */
+static int stop_asked(const dexa__mcp_cancel *cancel) {
+  return cancel && cancel->stop && cancel->stop(cancel->user);
+}
+
+int dexa__mcp_request_stop_asked(dexa__mcp_client *c, const char *id) {
+  dexa__mcp_cancel cancel = {NULL, NULL};
+  pthread_mutex_lock(&c->mu);
+  for (dexa__mcp_pending *p = c->pending; p; p = p->next)
+    if (strcmp(p->id, id) == 0) cancel = p->cancel;
+  pthread_mutex_unlock(&c->mu);
+  return stop_asked(&cancel);
+}
+
 /* A request's deadline as it stands: its own (progress moves it on) up to
  * its hard cap, or later while its tool call holds it for a question. */
 static int64_t effective_deadline(const dexa__mcp_pending *p) {
@@ -446,11 +460,12 @@ int64_t dexa__mcp_request_deadline(dexa__mcp_client *c, const char *id) {
 }
 
 static int request_on(dexa__mcp_client *c, uint64_t gen, dexa__mcp_call *owner, const char *method,
-                      cJSON *params, int64_t timeout_ms, cJSON **result, int64_t *rpc_code,
-                      char *err, size_t err_size) {
+                      cJSON *params, int64_t timeout_ms, const dexa__mcp_cancel *cancel,
+                      cJSON **result, int64_t *rpc_code, char *err, size_t err_size) {
   dexa__mcp_pending p;
   memset(&p, 0, sizeof p);
   p.owner = owner;
+  if (cancel) p.cancel = *cancel;
   snprintf(p.method, sizeof p.method, "%s", method);
   pthread_mutex_lock(&c->mu);
   if (gen != c->generation) {
@@ -492,11 +507,19 @@ static int request_on(dexa__mcp_client *c, uint64_t gen, dexa__mcp_call *owner, 
   cJSON_free(text);
   free(name);
 
+  int stopped = rc == DEXA__MCP_E_STOPPED; /* the HTTP transport saw it */
   pthread_mutex_lock(&c->mu);
   while (rc == DEXA_OK && !p.done) {
     int64_t now = dexa__mcp_now_ms();
     int64_t until = effective_deadline(&p);
     if (now >= until) break;
+    if (p.cancel.stop) { /* wake up now and then to ask */
+      pthread_mutex_unlock(&c->mu);
+      stopped = stop_asked(&p.cancel);
+      pthread_mutex_lock(&c->mu);
+      if (stopped) break;
+      if (until > now + DEXA__MCP_STOP_POLL_MS) until = now + DEXA__MCP_STOP_POLL_MS;
+    }
     if (until > now + 1000) until = now + 1000; /* a hold may end early */
     struct timespec ts;
     deadline_timespec(until, &ts);
@@ -505,7 +528,11 @@ static int request_on(dexa__mcp_client *c, uint64_t gen, dexa__mcp_call *owner, 
   unlink_pending(c, &p);
   pthread_mutex_unlock(&c->mu);
 
-  if ((rc == DEXA_OK || rc == DEXA_E_TIMEOUT) && !p.done) {
+  if (stopped && !p.done) {
+    snprintf(err, err_size, "the turn was stopped, so %s was cancelled", method);
+    rc = DEXA__MCP_E_STOPPED;
+    send_cancel(c, gen, p.id, "the user stopped the turn");
+  } else if ((rc == DEXA_OK || rc == DEXA_E_TIMEOUT) && !p.done) {
     snprintf(err, err_size, "no response to %s within %lld ms (cancelled)", method,
              (long long)timeout_ms);
     rc = DEXA_E_TIMEOUT;
@@ -590,7 +617,7 @@ static int discover(dexa__mcp_client *c, int64_t timeout_ms, char *err, size_t e
   c->era = DEXA__MCP_ERA_MODERN; /* so the request carries the modern _meta */
   cJSON *res = NULL;
   int64_t code = 0;
-  int rc = request_on(c, current_gen(c), NULL, "server/discover", NULL, timeout_ms, &res, &code,
+  int rc = request_on(c, current_gen(c), NULL, "server/discover", NULL, timeout_ms, NULL, &res, &code,
                       err, err_size);
   c->era = era;
   *rc_out = rc;
@@ -620,7 +647,7 @@ static int initialize(dexa__mcp_client *c, int64_t timeout_ms, char *err, size_t
   cJSON_AddStringToObject(info, "name", "libdexagents");
   cJSON_AddStringToObject(info, "version", DEXA_VERSION_STRING);
   cJSON *res = NULL;
-  int rc = request_on(c, current_gen(c), NULL, "initialize", params, timeout_ms, &res, NULL, err,
+  int rc = request_on(c, current_gen(c), NULL, "initialize", params, timeout_ms, NULL, &res, NULL, err,
                       err_size);
   if (rc != DEXA_OK) return rc;
   const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "protocolVersion"));
@@ -669,7 +696,7 @@ static int connect_once(dexa__mcp_client *c, char *err, size_t err_size) {
     cJSON *params = cJSON_CreateObject(), *res = NULL;
     char lerr[200];
     if (params) cJSON_AddStringToObject(params, "level", c->cfg.log_level);
-    if (request_on(c, current_gen(c), NULL, "logging/setLevel", params, t, &res, NULL, lerr,
+    if (request_on(c, current_gen(c), NULL, "logging/setLevel", params, t, NULL, &res, NULL, lerr,
                    sizeof lerr) != DEXA_OK)
       dexa__mcp_log(c->host, 2, "mcp:%s: logging/setLevel: %s", c->cfg.name, lerr);
     cJSON_Delete(res);
@@ -723,18 +750,25 @@ int dexa__mcp_client_ensure(dexa__mcp_client *c, char *err, size_t err_size) {
 
 int dexa__mcp_request(dexa__mcp_client *c, const char *method, cJSON *params, int64_t timeout_ms,
                       cJSON **result, int64_t *rpc_code, char *err, size_t err_size) {
-  return dexa__mcp_request_for(c, NULL, method, params, timeout_ms, result, rpc_code, err,
+  return dexa__mcp_request_for(c, NULL, method, params, timeout_ms, NULL, result, rpc_code, err,
+                               err_size);
+}
+
+int dexa__mcp_request_cancellable(dexa__mcp_client *c, const char *method, cJSON *params,
+                                  int64_t timeout_ms, const dexa__mcp_cancel *cancel,
+                                  cJSON **result, int64_t *rpc_code, char *err, size_t err_size) {
+  return dexa__mcp_request_for(c, NULL, method, params, timeout_ms, cancel, result, rpc_code, err,
                                err_size);
 }
 
 int dexa__mcp_request_for(dexa__mcp_client *c, dexa__mcp_call *owner, const char *method,
-                          cJSON *params, int64_t timeout_ms, cJSON **result, int64_t *rpc_code,
-                          char *err, size_t err_size) {
+                          cJSON *params, int64_t timeout_ms, const dexa__mcp_cancel *cancel,
+                          cJSON **result, int64_t *rpc_code, char *err, size_t err_size) {
   *result = NULL;
   if (timeout_ms <= 0) timeout_ms = c->cfg.timeout_ms;
   int http = c->cfg.transport == DEXA__MCP_HTTP;
   cJSON *copy = http && params ? cJSON_Duplicate(params, 1) : NULL;
-  int rc = request_on(c, current_gen(c), owner, method, params, timeout_ms, result, rpc_code, err,
+  int rc = request_on(c, current_gen(c), owner, method, params, timeout_ms, cancel, result, rpc_code, err,
                       err_size);
   if (http_session_gone(rc)) {
     /* The HTTP session expired: re-initialize once and send it again. */
@@ -743,7 +777,7 @@ int dexa__mcp_request_for(dexa__mcp_client *c, dexa__mcp_call *owner, const char
     pthread_mutex_unlock(&c->mu);
     rc = dexa__mcp_client_ensure(c, err, err_size);
     if (rc == DEXA_OK) {
-      rc = request_on(c, current_gen(c), owner, method, copy, timeout_ms, result, rpc_code, err,
+      rc = request_on(c, current_gen(c), owner, method, copy, timeout_ms, cancel, result, rpc_code, err,
                       err_size);
       copy = NULL;
     }

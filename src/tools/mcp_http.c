@@ -101,6 +101,7 @@ typedef struct xfer {
   int timed_out;
   char www_auth[2048]; /* the WWW-Authenticate of a refusal */
   int listen;          /* the GET listen stream: open while tool calls run */
+  int stopped; /* the caller asked the request to stop */
 } xfer;
 
 /* 1 when the request with id has its response (or is no longer waited
@@ -211,6 +212,10 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     x->timed_out = 1;
     return 1;
   }
+  if (x->wait_id[0] && dexa__mcp_request_stop_asked(x->h->c, x->wait_id)) {
+    x->stopped = 1;
+    return 1;
+  }
   return 0;
 }
 
@@ -315,6 +320,10 @@ static void sleep_ms(int64_t ms) {
 /* The outcome of a finished transfer. */
 static int classify(xfer *x, CURLcode cc, int had_session, char *err, size_t err_size) {
   if (x->got_response) return DEXA_OK;
+  if (x->stopped) {
+    snprintf(err, err_size, "stopped by the caller");
+    return DEXA__MCP_E_STOPPED;
+  }
   if (x->too_large) {
     snprintf(err, err_size, "the server sent a message over the size limit");
     return DEXA_E_TOO_LARGE;

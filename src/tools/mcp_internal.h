@@ -36,6 +36,17 @@
 #define DEXA__MCP_DEFAULT_TIMEOUT_MS 60000
 #define DEXA__MCP_CONNECT_TIMEOUT_MS 15000 /* cap of handshake and listing */
 #define DEXA__MCP_QUESTION_TIMEOUT_MS 600000 /* a call that asked waits this long */
+#define DEXA__MCP_STOP_POLL_MS 100 /* how often a running call asks whether to stop */
+/* A request whose caller asked it to stop (dexa__mcp_cancel): internal to
+ * src/tools, never returned by a public function. */
+#define DEXA__MCP_E_STOPPED (-1000)
+
+/* A running request's question "should I stop?" (the turn was stopped):
+ * stop(user) is polled while it waits; NULL stop never stops. */
+typedef struct dexa__mcp_cancel {
+  int (*stop)(void *user);
+  void *user;
+} dexa__mcp_cancel;
 
 /* ---- configuration ---- */
 
@@ -230,6 +241,7 @@ typedef struct dexa__mcp_pending {
   int64_t progress_count;
   char method[32];
   dexa__mcp_call *owner; /* the tool call whose tools/call this is, or NULL */
+  dexa__mcp_cancel cancel;
 } dexa__mcp_pending;
 
 /* A server's own request (elicitation, sampling) for a tool call, queued
@@ -294,8 +306,8 @@ int dexa__mcp_request(dexa__mcp_client *c, const char *method, cJSON *params, in
  * requests for it go to owner, and its deadlines wait while owner holds
  * them (a question to the person is open). */
 int dexa__mcp_request_for(dexa__mcp_client *c, dexa__mcp_call *owner, const char *method,
-                          cJSON *params, int64_t timeout_ms, cJSON **result, int64_t *rpc_error,
-                          char *err, size_t err_size);
+                          cJSON *params, int64_t timeout_ms, const dexa__mcp_cancel *cancel,
+                          cJSON **result, int64_t *rpc_error, char *err, size_t err_size);
 
 /* Answers the server's request msg (whose "id" it takes) with result (or,
  * when result is NULL, with error code and message); result is consumed.
@@ -305,6 +317,14 @@ void dexa__mcp_respond(dexa__mcp_client *c, uint64_t generation, const cJSON *ms
 
 /* The capabilities we declare (elicitation, sampling, roots: as configured). */
 cJSON *dexa__mcp_client_capabilities(const dexa__mcp_client *c);
+/* dexa__mcp_request that stops early when cancel says so: the server gets
+ * notifications/cancelled and the caller DEXA__MCP_E_STOPPED. */
+int dexa__mcp_request_cancellable(dexa__mcp_client *c, const char *method, cJSON *params,
+                                  int64_t timeout_ms, const dexa__mcp_cancel *cancel,
+                                  cJSON **result, int64_t *rpc_error, char *err, size_t err_size);
+/* 1 when the request of id in flight was asked to stop (transports poll
+ * it while they wait). */
+int dexa__mcp_request_stop_asked(dexa__mcp_client *c, const char *id);
 
 /* Sends a notification (params consumed). */
 int dexa__mcp_notify(dexa__mcp_client *c, const char *method, cJSON *params);
@@ -343,6 +363,7 @@ struct dexa__mcp_call {
   int64_t hold_until_ms;             /* the tools/call's deadlines wait until then */
   int64_t parked_until_ms;
   unsigned used; /* the recorded answers this server call was given (a bitmap) */
+  int stop;      /* the turn was stopped: the runner cancels the tools/call */
 };
 
 /* Sends tools/call (params consumed) on a runner thread for the call of
@@ -351,8 +372,11 @@ int dexa__mcp_call_start(dexa__mcp_client *c, const char *key, cJSON *params, in
                          dexa__mcp_call **out);
 /* Waits until the server sends a request for the call (returns 1, *req
  * owned by the caller) or the call ends (returns 0: done, rc, result and
- * err are set). */
-int dexa__mcp_call_next(dexa__mcp_call *call, dexa__mcp_server_request **req);
+ * err are set). stopped(ctx) is polled meanwhile (NULL: never): once it
+ * says the turn was stopped, the tools/call is cancelled (its result is
+ * DEXA__MCP_E_STOPPED). */
+int dexa__mcp_call_next(dexa__mcp_call *call, dexa__mcp_server_request **req,
+                        int (*stopped)(void *ctx), void *ctx);
 /* Holds the call's deadlines for ms from now (0: releases them). */
 void dexa__mcp_call_hold(dexa__mcp_call *call, int64_t ms);
 void dexa__mcp_call_unref(dexa__mcp_call *call);
@@ -427,5 +451,8 @@ void dexa__mcp_http_reset_session(dexa__mcp_http *h);
 /* The tool name offered to the model for tool of server: see mcp_source.c.
  * out must hold 65 bytes. */
 void dexa__mcp_tool_name(const char *server, const char *tool, char *out);
+/* The name 1.0 offered (a '.' kept as is, a hash with a wrong offset
+ * basis); calls recorded under it still resolve. */
+void dexa__mcp_tool_name_1_0(const char *server, const char *tool, char *out);
 
 #endif

@@ -3,11 +3,12 @@
  * only its own tools from a model call (the core drops a source whose
  * list_tools fails and asks it again on the next call).
  *
- * Tool names: "<server>__<tool>" when the tool's name is already 1..64 of
- * [A-Za-z0-9_.-] in total; otherwise "<server>__<sanitized>_<h>", where
- * sanitized maps every other byte to '_' and is cut so the whole fits 64,
- * and h is 12 hex digits of the FNV-1a 64-bit hash of the tool's original
- * name. Server names never hold "__" nor end in '_' (mcp_config.c), so
+ * Tool names: "<server>__<tool>" when that is 1..64 of [A-Za-z0-9_-] (what
+ * OpenAI and Anthropic accept); otherwise "<server>__<sanitized>_<h>",
+ * where sanitized maps every other byte to '_' and is cut so the whole
+ * fits 64, and h is the low 48 bits (12 hex digits) of the FNV-1a 64-bit
+ * hash of the tool's original name. The names 1.0 gave (a '.' kept, a
+ * wrong offset basis) are still resolved when a call comes back. Server names never hold "__" nor end in '_' (mcp_config.c), so
  * names of different servers never collide; a name depends only on the
  * server's and the tool's names, so it is stable across restarts and
  * workers. The rare clash of a hashed name with a verbatim one keeps the
@@ -66,6 +67,7 @@
 typedef struct mcp_tool {
   char *original;
   char name[65];
+  char name_1_0[65]; /* the name 1.0 offered, when it differs: still resolved */
   char *description;
   char *schema;
   int effect;
@@ -85,27 +87,44 @@ typedef struct mcp_source {
 
 /* ---- names ---- */
 
-static int name_char(char ch) {
+/* FNV-1a 64: offset basis and prime. 1.0 had a digit missing from the
+ * basis; names hashed with it (and names with '.', offered as is then)
+ * still resolve, so calls recorded before an upgrade still run. */
+#define FNV_BASIS 14695981039346656037ULL
+#define FNV_BASIS_1_0 1469598103934665603ULL
+#define FNV_PRIME 1099511628211ULL
+
+/* What OpenAI and Anthropic accept in a tool name: [a-zA-Z0-9_-]. */
+static int name_char(char ch, int allow_dot) {
   return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-         ch == '_' || ch == '-' || ch == '.';
+         ch == '_' || ch == '-' || (allow_dot && ch == '.');
 }
 
-void dexa__mcp_tool_name(const char *server, const char *tool, char *out) {
+static void tool_name_with(const char *server, const char *tool, int allow_dot, uint64_t basis,
+                           char *out) {
   size_t sl = strlen(server), tl = strlen(tool);
   int plain = tl > 0 && sl + 2 + tl <= 64;
-  for (size_t i = 0; plain && i < tl; i++) plain = name_char(tool[i]);
+  for (size_t i = 0; plain && i < tl; i++) plain = name_char(tool[i], allow_dot);
   if (plain) {
     memcpy(out, server, sl);
     memcpy(out + sl, "__", 2);
     memcpy(out + sl + 2, tool, tl + 1);
     return;
   }
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < tl; i++) h = (h ^ (unsigned char)tool[i]) * 1099511628211ULL;
+  uint64_t h = basis;
+  for (size_t i = 0; i < tl; i++) h = (h ^ (unsigned char)tool[i]) * FNV_PRIME;
   size_t room = 64 - sl - 2 - 13; /* "_" + 12 hex digits */
   size_t k = snprintf(out, 65, "%s__", server);
-  for (size_t i = 0; i < tl && i < room; i++) out[k++] = name_char(tool[i]) ? tool[i] : '_';
+  for (size_t i = 0; i < tl && i < room; i++) out[k++] = name_char(tool[i], allow_dot) ? tool[i] : '_';
   snprintf(out + k, 65 - k, "_%012llx", (unsigned long long)(h & 0xffffffffffffULL));
+}
+
+void dexa__mcp_tool_name(const char *server, const char *tool, char *out) {
+  tool_name_with(server, tool, 0, FNV_BASIS, out);
+}
+
+void dexa__mcp_tool_name_1_0(const char *server, const char *tool, char *out) {
+  tool_name_with(server, tool, 1, FNV_BASIS_1_0, out);
 }
 
 /* ---- the cache ---- */
@@ -141,6 +160,8 @@ static int add_tool(mcp_source *s, const cJSON *t, size_t *cap) {
   dexa__mcp_tool_name(s->client.cfg.name, name, m->name);
   for (size_t i = 0; i < s->count; i++)
     if (strcmp(s->tools[i].name, m->name) == 0) return DEXA_OK; /* a clash: first one wins */
+  dexa__mcp_tool_name_1_0(s->client.cfg.name, name, m->name_1_0);
+  if (strcmp(m->name_1_0, m->name) == 0) m->name_1_0[0] = '\0';
   const char *desc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "description"));
   const char *title = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "title"));
   const cJSON *schema = cJSON_GetObjectItemCaseSensitive(t, "inputSchema");
@@ -397,6 +418,9 @@ static int set_error(dexa_tool_output *out, int rc, const char *fmt, const char 
 static int request_failed(dexa_tool_output *out, int rc, const char *err) {
   if (rc == DEXA_E_TOOL) return set_error(out, DEXA_OK, "%s", err);
   if (rc == DEXA_E_AUTH) return set_error(out, DEXA_OK, "MCP server authorization: %s", err);
+  if (rc == DEXA__MCP_E_STOPPED) /* recorded as the call's result, never retried */
+    return set_error(out, DEXA_OK,
+                     "MCP call cancelled (%s); it may or may not have taken effect", err);
   if (rc == DEXA_E_TOO_LARGE) return set_error(out, DEXA_OK, "the MCP server's answer was refused: %s", err);
   if (rc == DEXA_E_TIMEOUT)
     return set_error(out, rc, "MCP call timed out and was cancelled (%s); it may or may not have taken effect", err);
@@ -405,14 +429,20 @@ static int request_failed(dexa_tool_output *out, int rc, const char *err) {
                    "MCP server unavailable: %s", err);
 }
 
-static int run_request(mcp_source *s, const char *method, cJSON *params, cJSON **res,
-                       dexa_tool_output *out, char *err, size_t err_size) {
+/* The invocation's "the turn was stopped", for the MCP client to poll. */
+static int invocation_stopped(void *user) { return dexa_tool_invocation_cancelled(user); }
+
+static int run_request(mcp_source *s, const dexa_tool_invocation *inv, const char *method,
+                       cJSON *params, cJSON **res, dexa_tool_output *out, char *err,
+                       size_t err_size) {
   int rc = dexa__mcp_client_ensure(&s->client, err, err_size);
   if (rc != DEXA_OK) {
     cJSON_Delete(params);
     return request_failed(out, rc, err);
   }
-  rc = dexa__mcp_request(&s->client, method, params, 0, res, NULL, err, err_size);
+  dexa__mcp_cancel cancel = {invocation_stopped, (void *)inv};
+  rc = dexa__mcp_request_cancellable(&s->client, method, params, 0, &cancel, res, NULL, err,
+                                     err_size);
   return rc == DEXA_OK ? DEXA_OK : request_failed(out, rc, err);
 }
 
@@ -461,7 +491,7 @@ static int call_rp_tool(mcp_source *s, const char *which, const dexa_tool_invoca
     else {
       cJSON *p = cJSON_CreateObject();
       cJSON_AddStringToObject(p, "uri", uri);
-      rc = run_request(s, "resources/read", p, &res, out, err, sizeof err);
+      rc = run_request(s, inv, "resources/read", p, &res, out, err, sizeof err);
       if (rc == DEXA_OK && res && !out->has_text) {
         cJSON *content = cJSON_CreateObject(), *blocks = cJSON_AddArrayToObject(content, "content");
         const cJSON *ct;
@@ -483,7 +513,7 @@ static int call_rp_tool(mcp_source *s, const char *which, const dexa_tool_invoca
       cJSON_AddStringToObject(p, "name", name);
       cJSON *pa = cJSON_GetObjectItemCaseSensitive(args, "arguments");
       if (cJSON_IsObject(pa)) cJSON_AddItemToObject(p, "arguments", cJSON_Duplicate(pa, 1));
-      rc = run_request(s, "prompts/get", p, &res, out, err, sizeof err);
+      rc = run_request(s, inv, "prompts/get", p, &res, out, err, sizeof err);
       if (rc == DEXA_OK && res && !out->has_text) {
         cJSON *content = cJSON_CreateObject(), *blocks = cJSON_AddArrayToObject(content, "content");
         const cJSON *m;
@@ -526,11 +556,12 @@ static int find_tool(mcp_source *s, const char *name, char **original, char *err
   int rc = DEXA_OK;
   for (int pass = 0; pass < 2 && !*original && rc == DEXA_OK; pass++) {
     rc = refresh(s, pass == 1, err, err_size);
-    for (size_t i = 0; rc == DEXA_OK && i < s->count && !*original; i++)
-      if (strcmp(s->tools[i].name, name) == 0) {
-        *original = strdup(s->tools[i].original);
-        if (!*original) rc = DEXA_E_NOMEM;
-      }
+    const mcp_tool *hit = NULL;
+    for (size_t i = 0; rc == DEXA_OK && i < s->count && !hit; i++)
+      if (strcmp(s->tools[i].name, name) == 0) hit = &s->tools[i];
+    for (size_t i = 0; rc == DEXA_OK && i < s->count && !hit; i++) /* a 1.0 name */
+      if (s->tools[i].name_1_0[0] && strcmp(s->tools[i].name_1_0, name) == 0) hit = &s->tools[i];
+    if (hit && !(*original = strdup(hit->original))) rc = DEXA_E_NOMEM;
   }
   pthread_mutex_unlock(&s->tools_mu);
   return rc;
@@ -676,7 +707,8 @@ static int await_call(mcp_source *s, dexa__mcp_call *call, dexa__mcp_server_requ
                       dexa_tool_output *out) {
   int rc = open ? handle_request(s, call, open, inv, answers, out) : 0;
   dexa__mcp_server_request *req = NULL;
-  while (rc == 0 && dexa__mcp_call_next(call, &req)) rc = handle_request(s, call, req, inv, answers, out);
+  while (rc == 0 && dexa__mcp_call_next(call, &req, invocation_stopped, (void *)inv))
+    rc = handle_request(s, call, req, inv, answers, out);
   return rc;
 }
 

@@ -146,8 +146,10 @@ const char *dexa__buf_cstr(dexa__buf *b) {
 }
 
 char *dexa__buf_steal(dexa__buf *b, size_t *len) {
-  if (b->oom) return NULL;
-  if (!b->data && dexa__buf_reserve(b, 0) != 0) return NULL;
+  if (b->oom || (!b->data && dexa__buf_reserve(b, 0) != 0)) {
+    dexa__buf_free(b); /* reset either way, as documented: nothing leaks */
+    return NULL;
+  }
   char *p = b->data;
   if (len) *len = b->len;
   memset(b, 0, sizeof *b);

@@ -29,7 +29,8 @@ void dexa__buf_json_cstr(dexa__buf *b, const char *s);
 void dexa__buf_json_i64(dexa__buf *b, int64_t v);
 /* Returns the NUL-terminated contents ("" when empty); NULL after oom. */
 const char *dexa__buf_cstr(dexa__buf *b);
-/* Hands the bytes over (NUL-terminated, malloc'd); the buffer is reset. */
+/* Hands the bytes over (NUL-terminated, malloc'd), or NULL after oom; the
+ * buffer is reset (freed) either way. */
 char *dexa__buf_steal(dexa__buf *b, size_t *len);
 
 /* Grows a plain malloc'd buffer *data of *cap bytes to at least need

@@ -53,6 +53,21 @@ if grep -q "<html" <<<"$page"; then pass "the installed dexagents serve shows th
 kill $serve_pid 2>/dev/null
 wait $serve_pid 2>/dev/null
 
+# A shared page (a link in the tree) installs as a ".so" page that man follows.
+bad=""
+for m in man/man3/*.3; do
+  [[ -L $m ]] || continue
+  f="$stage/usr/share/$m"
+  [[ -f $f && ! -L $f && $(cat "$f") == ".so man3/$(readlink "$m")" ]] || bad="$bad $m"
+done
+if [[ -z $bad ]]; then pass "shared man pages install as .so pages"; else
+  fail "shared man pages install as .so pages" "wrong:$bad"; fi
+if command -v man >/dev/null; then
+  out=$(MANWIDTH=80 man -M "$stage/usr/share/man" -P cat 3 dexa_result_errmsg 2>&1)
+  if [[ $out == *DEXA_RESULT_STATUS* ]]; then pass "man renders an installed .so page"; else
+    fail "man renders an installed .so page" "$out"; fi
+fi
+
 if ! command -v pkg-config >/dev/null; then
   skip "pkg-config builds a program" "pkg-config not installed"
   summary

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# examples/host-loop: the minimal host worker drives two turns through
-# dexa_dispatch alone (its own in-memory attributes, channels and waits) and
-# prints the transcript. Prints "N passed, N failed" (test/run sums it).
+# examples/host-loop: the minimal host worker drives four turns through
+# dexa_dispatch alone (its own in-memory attributes, channels and waits,
+# evaluated by dexa_wait_evaluate), approves a pending write, claims it
+# before it runs, and with --lose-write records an unknown outcome instead
+# of running a claimed write again. Prints "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 
@@ -31,5 +33,17 @@ expect "the first turn is answered" "model Local demo response: hello"
 expect "the tool Step ran through the host" "CallTool-"
 expect "the join waited and went on" "ResumeTurn-"
 expect "the tool's result reached the model" "model Tool clock (ok):"
+expect "a durable timer fired (dexa_wait_evaluate)" "tool  Waited 1 seconds."
+expect "the pending write is listed" "pending demo-t4r1c1: approval of stamp"
+expect "the single-attempt Step is claimed before it runs" "CallSingleAttemptTool-18 claimed (durably, before it runs)"
+expect "the approved write ran once" "stamp ran 1 time(s)"
+expect "the write's result reached the model" "model Tool stamp (ok): stamped"
+
+out=$(timeout 30 "$HOST" --lose-write 2>&1)
+status=$?
+if ((status == 0)); then ok "host-loop --lose-write exits 0"; else fail "host-loop --lose-write exits 0" "status $status" "$out"; fi
+expect "a claimed write that lost its result is not run again" "stamp ran 1 time(s)"
+expect "its recovery Step ran" "RecordToolOutcome-"
+expect "the model sees an unknown outcome" "model Tool stamp (unknown_outcome):"
 echo "$passed passed, $failed failed"
 ((failed == 0))

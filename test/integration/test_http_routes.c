@@ -490,7 +490,9 @@ static void test_send_message_and_bad_bodies_change_nothing(void) {
   session s;
   CHECK(start(&s, NULL) == 0);
   const char *bad[] = {"{\"text\":", "\"hi\"", "{\"text\":5}", "{\"text\":\"hi\",\"plan_mode\":1}",
-                       "{\"plan_mode\":true}", "{\"text\":\"hi\",\"extra\":1}", "{\"text\":\"  \"}"};
+                       "{\"plan_mode\":true}", "{\"text\":\"hi\",\"extra\":1}", "{\"text\":\"  \"}",
+                       "{\"text\":\"hi\"} x", "{\"text\":\"a\xff\"}", "{\"text\":\"a\\u0000b\"}",
+                       "{\"text\":\"a\x01\"}", "{\"text\":\"a\",\"text\":\"b\"}"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     resp *r = POST(path_of(&s, "/messages"), s.token, bad[i]);
     if (r->status != 400) fprintf(stderr, "    body %s: %ld %s\n", bad[i], r->status, r->body);
@@ -511,6 +513,51 @@ static void test_send_message_and_bad_bodies_change_nothing(void) {
   int ok = text && strstr(text, "Local demo response: hello routes") != NULL;
   free(text);
   CHECK(ok);
+}
+
+/* Attachments go through POST messages to send_message, which checks them. */
+static void test_send_message_with_attachments(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  resp *r = POST(path_of(&s, "/messages"), s.token,
+                 "{\"text\":\"what is this\",\"attachments\":[{\"type\":\"image\","
+                 "\"media_type\":\"image/png\",\"data\":\"iVBORw0KGgo=\"}]}");
+  CHECK_EQ_INT(r->status, 200);
+  idle(&s);
+  cJSON *snap = snapshot(&s);
+  char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(snap, "messages"));
+  cJSON_Delete(snap);
+  int ok = text && strstr(text, "\"attachments\":[{\"type\":\"image\",\"media_type\":"
+                                "\"image/png\",\"data\":\"iVBORw0KGgo=\"}]") != NULL;
+  free(text);
+  CHECK(ok);
+  r = POST(path_of(&s, "/messages"), s.token, "{\"text\":\"x\",\"attachments\":{}}");
+  CHECK_EQ_INT(r->status, 400);
+  CHECK_CONTAINS(r->body, "must be an array");
+  r = POST(path_of(&s, "/messages"), s.token,
+           "{\"text\":\"x\",\"attachments\":[{\"type\":\"image\",\"data\":\"AAAA\"}]}");
+  CHECK_EQ_INT(r->status, 400);
+  CHECK(error_name_is(r, "DEXA_E_INVALID_ARG"));
+}
+
+/* The session settings a browser may choose go to the start Step, which
+ * checks them. */
+static void test_start_session_with_settings(void) {
+  session s;
+  CHECK(start(&s, "{\"on_truncation\":\"fail\",\"output_schema\":{\"schema\":"
+                  "{\"type\":\"object\"}}}") == 0);
+  cJSON *snap = snapshot(&s);
+  char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(snap, "session"));
+  cJSON_Delete(snap);
+  int ok = text && strstr(text, "\"on_truncation\":\"fail\",\"output_schema\":{\"schema\":"
+                                "{\"type\":\"object\"}}") != NULL;
+  if (!ok) fprintf(stderr, "    session %s\n", text ? text : "");
+  free(text);
+  CHECK(ok);
+  resp *r = POST("/sessions", NULL, "{\"on_truncation\":\"sometimes\"}");
+  CHECK_EQ_INT(r->status, 400);
+  CHECK_CONTAINS(r->body, "settings were refused");
+  CHECK_EQ_INT(POST("/sessions", NULL, "{\"output_schema\":[]}")->status, 400);
 }
 
 static void test_approve_and_reject_with_conflicts(void) {
@@ -1003,6 +1050,8 @@ int main(void) {
   RUN(test_missing_session_is_404);
   RUN(test_unknown_routes_and_methods);
   RUN(test_send_message_and_bad_bodies_change_nothing);
+  RUN(test_send_message_with_attachments);
+  RUN(test_start_session_with_settings);
   RUN(test_approve_and_reject_with_conflicts);
   RUN(test_answer_question);
   RUN(test_queue_steer_delete_and_stop);

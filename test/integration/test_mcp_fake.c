@@ -7,6 +7,7 @@
 #include <dexagents/dexagents.h>
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +131,7 @@ static void test_lists_every_page_with_stable_names_and_effects(void) {
   CHECK(s);
   dexa_tool_list l;
   CHECK_EQ_INT(list(s, &l), DEXA_OK);
-  CHECK_EQ_INT(l.count, 10); /* 3 pages, list_changed before the init response ignored */
+  CHECK_EQ_INT(l.count, 11); /* 3 pages, list_changed before the init response ignored */
   CHECK_EQ_INT(find(&l, "fake__echo")->effect, DEXA_TOOL_READ);
   CHECK_EQ_INT(find(&l, "fake__echo")->approval, DEXA_APPROVAL_NONE);
   CHECK_EQ_INT(find(&l, "fake__write")->effect, DEXA_TOOL_WRITE);
@@ -141,13 +142,51 @@ static void test_lists_every_page_with_stable_names_and_effects(void) {
   dexa__mcp_tool_name("fake", "a tool with spaces and a very long name that does not fit in sixty-four bytes", hashed);
   CHECK(find(&l, hashed));
   CHECK(strlen(hashed) == 64 && strncmp(hashed, "fake__a_tool_with_spaces", 24) == 0);
+  /* A dot is not allowed by OpenAI or Anthropic: sanitised and hashed. */
+  CHECK(find(&l, "fake__files_read_421fd0376a62"));
+  CHECK(!find(&l, "fake__files.read"));
+  for (size_t i = 0; i < l.count; i++)
+    for (const char *p = l.defs[i].name; *p; p++)
+      CHECK((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '_' || *p == '-');
   dexa__tool_list_free(&l);
   /* Listed again from the cache: no second tools/list. */
   CHECK_EQ_INT(list(s, &l), DEXA_OK);
-  CHECK_EQ_INT(l.count, 10);
+  CHECK_EQ_INT(l.count, 11);
   dexa__tool_list_free(&l);
   CHECK_EQ_INT(log_has("recv tools/list"), 3);
   CHECK_EQ_INT(log_has("recv initialize"), 1);
+  dexa_tool_source_free(s);
+  CHECK(no_leaks());
+}
+
+/* Calls recorded under the names 1.0 offered (a dot kept; a hash with a
+ * digit missing from the FNV offset basis) still run the right tool. */
+static void test_names_of_1_0_still_resolve(void) {
+  begin();
+  dexa_tool_source *s = source_for("fake", ",\"trustAnnotations\":true", "legacy");
+  CHECK(s);
+  call_out o;
+  call(s, "fake__files.read", "{}", &o);
+  CHECK_EQ_INT(o.rc, DEXA_OK);
+  CHECK_STR(o.text, "read");
+  call(s, "fake__files_read_421fd0376a62", "{}", &o);
+  CHECK_STR(o.text, "read");
+  char old[65];
+  const char *spaced = "a tool with spaces and a very long name that does not fit in sixty-four bytes";
+  dexa__mcp_tool_name_1_0("fake", spaced, old);
+  char now[65];
+  dexa__mcp_tool_name("fake", spaced, now);
+  CHECK(strcmp(old, now) != 0);
+  call(s, old, "{}", &o);
+  CHECK_EQ_INT(o.rc, DEXA_OK);
+  CHECK_EQ_INT(o.is_error, 1); /* the fake answers "no such tool" for it: it was called */
+  CHECK_CONTAINS(o.text, "no such tool");
+  CHECK_EQ_INT(log_has(spaced), 1); /* called by its original name */
+  CHECK_EQ_INT(log_has(" files.read"), 2);
+  CHECK_EQ_INT(log_has("recv tools/call"), 3);
+  call(s, "fake__nothing_like_it", "{}", &o);
+  CHECK_CONTAINS(o.text, "no longer offers");
   dexa_tool_source_free(s);
   CHECK(no_leaks());
 }
@@ -180,6 +219,79 @@ static void test_call_carries_idempotency_key_and_keeps_content(void) {
   CHECK_EQ_INT(o.rc, DEXA_OK);
   CHECK(o.is_error);
   CHECK_CONTAINS(o.text, "no longer offers");
+  dexa_tool_source_free(s);
+  CHECK(no_leaks());
+}
+
+/* ---- Stop: a running call learns its turn was stopped ---- */
+
+typedef struct stop_call {
+  dexa_tool_source *s;
+  const char *name;
+  atomic_int stop;
+  call_out o;
+  dexa_call call;
+} stop_call;
+
+static int stop_flag(void *user) { return atomic_load((atomic_int *)user); }
+
+static void *run_stop_call(void *arg) {
+  stop_call *sc = arg;
+  dexa_call_init(&sc->call, sizeof sc->call);
+  sc->call.cancel_user_data = &sc->stop;
+  sc->call.cancelled = stop_flag;
+  dexa_tool_invocation inv = {.name = sc->name, .call_id = "c1", .session_id = "s1",
+                              .idempotency_key = "s1:c1", .arguments = "{}", .arguments_len = 2,
+                              .attempt = 1, .call = &sc->call};
+  dexa_tool_output out;
+  dexa__tool_output_init(&out);
+  sc->o.rc = sc->s->vt.call_tool(sc->s->user_data, &inv, &out);
+  sc->o.is_error = out.is_error;
+  snprintf(sc->o.text, sizeof sc->o.text, "%s", out.text.data ? out.text.data : "");
+  dexa__tool_output_free(&out);
+  return NULL;
+}
+
+static int wait_log(const char *needle, int ms) {
+  for (int t = 0; t <= ms; t += 20) {
+    if (log_has(needle)) return 1;
+    usleep(20000);
+  }
+  return 0;
+}
+
+/* Runs "never" (no answer for 60 s), stops it once the server has it. */
+static void stop_a_running_call(dexa_tool_source *s, const char *name, const char *received,
+                                const char *cancelled) {
+  stop_call sc;
+  memset(&sc, 0, sizeof sc);
+  sc.s = s;
+  sc.name = name;
+  atomic_init(&sc.stop, 0);
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, run_stop_call, &sc) == 0);
+  int got = wait_log(received, 60000);
+  int64_t t0 = dexa__mcp_now_ms();
+  atomic_store(&sc.stop, 1);
+  pthread_join(th, NULL);
+  int64_t took = dexa__mcp_now_ms() - t0;
+  CHECK(got);
+  CHECK(took < 50000); /* not the 60 s timeout: it stopped */
+  CHECK_EQ_INT(sc.o.rc, DEXA_OK); /* a result for the model, not a retry */
+  CHECK_EQ_INT(sc.o.is_error, 1);
+  CHECK_CONTAINS(sc.o.text, "MCP call cancelled (the turn was stopped");
+  CHECK(wait_log(cancelled, 30000));
+}
+
+static void test_stop_cancels_a_running_stdio_call(void) {
+  begin();
+  dexa_tool_source *s = source_for("fake", ",\"trustAnnotations\":true", "legacy");
+  CHECK(s);
+  stop_a_running_call(s, "fake__never", "recv tools/call", "recv notifications/cancelled");
+  /* The connection goes on. */
+  call_out o;
+  call(s, "fake__echo", "{\"text\":\"after\"}", &o);
+  CHECK_STR(o.text, "echo: after");
   dexa_tool_source_free(s);
   CHECK(no_leaks());
 }
@@ -269,7 +381,7 @@ static void test_modern_era_over_stdio(void) {
   dexa_tool_source *s = source_for("m", ",\"trustAnnotations\":true", "modern");
   dexa_tool_list l;
   CHECK_EQ_INT(list(s, &l), DEXA_OK);
-  CHECK_EQ_INT(l.count, 10);
+  CHECK_EQ_INT(l.count, 11);
   dexa__tool_list_free(&l);
   call_out o;
   call(s, "m__echo", "{\"text\":\"new\"}", &o);
@@ -404,7 +516,7 @@ static void test_http_legacy_sessions_sse_resume_and_delete(void) {
   CHECK(s);
   dexa_tool_list l;
   CHECK_EQ_INT(list(s, &l), DEXA_OK);
-  CHECK_EQ_INT(l.count, 10);
+  CHECK_EQ_INT(l.count, 11);
   dexa__tool_list_free(&l);
   call_out o;
   call(s, "web__echo", "{\"text\":\"h\"}", &o);
@@ -419,6 +531,17 @@ static void test_http_legacy_sessions_sse_resume_and_delete(void) {
   CHECK(log_has("version=2025-11-25"));
   dexa_tool_source_free(s);
   CHECK_EQ_INT(log_has("http DELETE known"), 1);
+  CHECK(no_leaks());
+}
+
+static void test_stop_cancels_a_running_http_call(void) {
+  begin();
+  dexa_tool_source *s = http_source(",\"protocolVersion\":\"2025-11-25\"");
+  CHECK(s);
+  stop_a_running_call(s, "web__never", "http POST tools/call",
+                      "http POST notifications/cancelled");
+  CHECK(wait_log("http stream of", 30000)); /* its stream was closed too */
+  dexa_tool_source_free(s);
   CHECK(no_leaks());
 }
 
@@ -536,6 +659,64 @@ static void test_session_with_a_down_server_and_an_approved_write(void) {
   CHECK(no_leaks());
 }
 
+/* Stop during an MCP call: the server gets notifications/cancelled, the
+ * call's result is recorded, and the turn ends cancelled. */
+static void test_stop_of_a_session_cancels_its_mcp_call(void) {
+  begin();
+  char json[8192];
+  snprintf(json, sizeof json,
+           "{\"mcpServers\":{\"fake\":{\"command\":\"python3\",\"args\":[\"%s\",\"stdio\"],"
+           "\"env\":{\"FAKE_LOG\":\"%s\"},\"trustAnnotations\":true}}}",
+           script, logfile);
+  dexa_mcp_config *cfg = NULL;
+  CHECK_EQ_INT(dexa_mcp_config_load(&cfg, NULL, json, strlen(json), NULL, 0), DEXA_OK);
+  dexa_tool_source **v = NULL;
+  size_t n = 0;
+  CHECK_EQ_INT(dexa_mcp_tool_sources_new(&v, &n, cfg), DEXA_OK);
+  dexa_mcp_config_free(cfg);
+  dexa_model *demo = NULL;
+  dexa_model_demo_new(&demo, "mock/dex");
+  dexa_agent_def def;
+  dexa_agent_def_init(&def, sizeof def);
+  def.models = &demo;
+  def.model_count = 1;
+  def.tool_sources = v;
+  def.tool_source_count = n;
+  dexa_agent *agent = NULL;
+  CHECK_EQ_INT(dexa_agent_new(&agent, &def, NULL, 0), DEXA_OK);
+  dexa_model_free(demo);
+  dexa_mcp_tool_sources_free(v, n);
+  dexa_runtime_options o;
+  dexa_runtime_options_init(&o, sizeof o);
+  char db[512];
+  snprintf(db, sizeof db, "%s/stop.db", dir);
+  unlink(db);
+  o.store = db;
+  dexa_runtime *rt = NULL;
+  CHECK_EQ_INT(dexa_runtime_new(&rt, agent, &o, NULL, 0), DEXA_OK);
+  CHECK_EQ_INT(dexa_runtime_start(rt, 2), DEXA_OK);
+  dexa_runtime_start_session(rt, "s-stop", NULL, 0, NULL, NULL);
+  send_text(rt, "s-stop", "/tool fake__never {}");
+  int started = wait_log("recv tools/call", 60000);
+  char *out = NULL;
+  size_t len;
+  int rc = dexa_runtime_call(rt, "s-stop", "cancel_turn", "{}", 2, &out, &len);
+  dexa_free(out);
+  int recorded = wait_for(rt, "s-stop", "MCP call cancelled", 30000);
+  int cancelled = wait_log("recv notifications/cancelled", 30000);
+  int ended = wait_for(rt, "s-stop", "\"status\":\"cancelled\"", 30000);
+  dexa_runtime_wait_idle(rt, "s-stop", 30000);
+  dexa_runtime_free(rt);
+  dexa_agent_free(agent);
+  unlink(db);
+  CHECK(started);
+  CHECK_EQ_INT(rc, DEXA_OK);
+  CHECK(recorded);
+  CHECK(cancelled);
+  CHECK(ended);
+  CHECK(no_leaks());
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/dexa-mcp-fake-XXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -549,8 +730,10 @@ int main(void) {
     return 0;
   }
   RUN(test_lists_every_page_with_stable_names_and_effects);
+  RUN(test_names_of_1_0_still_resolve);
   RUN(test_untrusted_server_tools_are_writes_that_need_approval);
   RUN(test_call_carries_idempotency_key_and_keeps_content);
+  RUN(test_stop_cancels_a_running_stdio_call);
   RUN(test_garbage_and_unknown_ids_are_ignored);
   RUN(test_timeout_cancels_and_session_goes_on);
   RUN(test_progress_keeps_a_long_call_alive);
@@ -561,8 +744,10 @@ int main(void) {
   RUN(test_missing_command_fails_listing_quickly);
   RUN(test_concurrent_calls_share_one_connection);
   RUN(test_session_with_a_down_server_and_an_approved_write);
+  RUN(test_stop_of_a_session_cancels_its_mcp_call);
   if (start_http()) {
     RUN(test_http_legacy_sessions_sse_resume_and_delete);
+    RUN(test_stop_cancels_a_running_http_call);
     RUN(test_http_modern_era_headers);
     RUN(test_http_server_down_is_an_error_not_a_hang);
   } else {

@@ -13,10 +13,13 @@ Tools (both transports):
   huge {}           answers with a line over 8 MiB
   die {}            exits at once
   ping_first {}     pings the client and answers after the pong
+  files.read {}     readOnlyHint: a name with a dot (MCP 2025-11-25), answers "read"
 The tool list comes in 3 pages (cursor), and notifications/tools/list_changed is
 sent before the initialize response. Everything received is appended as one
-line to $FAKE_LOG ("recv <method> <id>") so tests can check what the client sent.
-HTTP: legacy era with sessions; tools/call of slow is answered on a stream
+line to $FAKE_LOG ("recv <method> <id>", with the tool's name for tools/call) so
+tests can check what the client sent.
+HTTP: legacy era with sessions; tools/call of never keeps an SSE stream open
+without answering (until the client closes it); tools/call of slow is answered on a stream
 that closes after a priming event with retry: 300, resumed by GET with
 Last-Event-ID; a request with MCP-Protocol-Version 2026-07-28 (modern era) must
 carry Mcp-Method and, for tools/call, Mcp-Name equal to the body.
@@ -52,6 +55,7 @@ TOOLS = [
      "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True, "idempotentHint": True}},
     {"name": "idem", "inputSchema": {"type": "object"},
      "annotations": {"readOnlyHint": False, "idempotentHint": True}},
+    {"name": "files.read", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
 ]
 PAGE = 4
 
@@ -99,6 +103,8 @@ class Stdio:
             self.send(text_result(mid, "written"))
         elif name == "idem":
             self.send(text_result(mid, "idem"))
+        elif name == "files.read":
+            self.send(text_result(mid, "read"))
         elif name == "slow":
             def run():
                 ms = int(args.get("ms", 500))
@@ -135,7 +141,8 @@ class Stdio:
         method = msg.get("method")
         mid = msg.get("id")
         params = msg.get("params") or {}
-        log("recv %s %s" % (method or "response", mid))
+        called = " " + str(params.get("name")) if method == "tools/call" else ""
+        log("recv %s %s%s" % (method or "response", mid, called))
         if method is None:  # a response (our ping's pong)
             if mid == "srv-ping-1" and "result" in msg:
                 for k in list(self.pongs):
@@ -304,6 +311,17 @@ def serve_http(port_file):
                 self.sse_start()
                 self.sse("id: %s\nretry: 300\ndata: \n\n" % eid)
                 self.close_connection = True  # closes before the response
+            elif method == "tools/call" and params.get("name") == "never":
+                # An open stream that never answers: kept alive until the client goes.
+                self.sse_start()
+                self.sse("id: nv-%s\ndata: \n\n" % mid)
+                try:
+                    for _ in range(1200):
+                        time.sleep(0.1)
+                        self.sse(": waiting\n\n")
+                except OSError:
+                    log("http stream of %s closed by the client" % mid)
+                self.close_connection = True
             elif method == "tools/call":
                 args = params.get("arguments") or {}
                 self.reply(200, text_result(mid, "http echo: " + str(args.get("text"))))

@@ -102,7 +102,7 @@ test('models: demo and provider clients', { skip: SANITIZED && 'sanitizer build'
   assert.match(lastModelText(await idle(sid)), /mock\/dex-mini/);
   assert.equal(agent.describe().flow_type, 'AgentSession');
   const list = await rt.listSessions();
-  assert.ok(list.sessions.some((s) => s.session_id === sid));
+  assert.ok(list.sessions.some((s) => s.sessionId === sid));
 });
 
 test('approved WRITE tool (async JS function) runs once', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
@@ -115,19 +115,19 @@ test('approved WRITE tool (async JS function) runs once', { skip: SANITIZED && '
   assert.deepEqual([p.kind, p.name, p.effect], ['approval', 'save_file', 'write']);
   assert.deepEqual(p.arguments, { path: 'notes.txt' });
   assert.equal(log.length, 0);
-  await rt.approve(sid, p.call_id, 'fine');
+  await rt.approve(sid, p.callId, 'fine');
   snap = await idle(sid);
   const runs = log.filter((e) => e.name === 'save_file');
   assert.equal(runs.length, 1);
   assert.deepEqual(runs[0].args, { path: 'notes.txt' });
-  assert.equal(runs[0].call.idempotencyKey, `${sid}:${p.call_id}`);
+  assert.equal(runs[0].call.idempotencyKey, `${sid}:${p.callId}`);
   assert.equal(runs[0].call.attempt, 1);
   assert.deepEqual(snap.pending, []);
   assert.equal(snap.turn.status, 'idle');
   const tool = snap.messages.filter((m) => m.role === 'tool').pop();
   assert.deepEqual([tool.status, tool.output], ['ok', 'saved notes.txt']);
   assert.equal(lastModelText(snap), 'Tool save_file (ok): saved notes.txt');
-  await rejectsWith(rt.reject(sid, p.call_id), 'DEXA_E_NOT_PENDING');
+  await rejectsWith(rt.reject(sid, p.callId), 'DEXA_E_NOT_PENDING');
   assert.equal(log.filter((e) => e.name === 'save_file').length, 1);
 });
 
@@ -135,7 +135,7 @@ test('rejected WRITE tool never runs', { skip: SANITIZED && 'sanitizer build' },
   const { rt, idle, log } = await setup(t);
   const sid = await rt.startSession({ sessionId: 's-reject' });
   await rt.send(sid, '/tool save_file {"path": "x"}');
-  const callId = (await idle(sid)).pending[0].call_id;
+  const callId = (await idle(sid)).pending[0].callId;
   await rt.reject(sid, callId, 'not now');
   const snap = await idle(sid);
   assert.equal(log.length, 0);
@@ -170,8 +170,8 @@ test('question and answer', { skip: SANITIZED && 'sanitizer build' }, async (t) 
   await rt.send(sid, '/ask What colour?');
   const p = (await idle(sid)).pending[0];
   assert.deepEqual([p.kind, p.prompt], ['question', 'What colour?']);
-  await rejectsWith(rt.answer(sid, p.call_id, '  '), 'DEXA_E_EMPTY_MESSAGE');
-  await rt.answer(sid, p.call_id, 'blue');
+  await rejectsWith(rt.answer(sid, p.callId, '  '), 'DEXA_E_EMPTY_MESSAGE');
+  await rt.answer(sid, p.callId, 'blue');
   const snap = await idle(sid);
   assert.deepEqual(snap.pending, []);
   assert.match(lastModelText(snap), /blue/);
@@ -193,10 +193,10 @@ test('steer, stop and delete', { skip: SANITIZED && 'sanitizer build' }, async (
   const queued = await rt.send(sid, 'steered hello');
   const extra = await rt.send(sid, 'to be deleted');
   assert.equal(queued.queued, true);
-  assert.deepEqual((await rt.snapshot(sid)).queue.map((q) => q.id), [queued.message_id, extra.message_id]);
-  await rt.delete(sid, extra.message_id);
-  await rejectsWith(rt.delete(sid, extra.message_id), 'DEXA_E_NOT_FOUND');
-  await rt.steer(sid, queued.message_id);
+  assert.deepEqual((await rt.snapshot(sid)).queue.map((q) => q.id), [queued.messageId, extra.messageId]);
+  await rt.delete(sid, extra.messageId);
+  await rejectsWith(rt.delete(sid, extra.messageId), 'DEXA_E_NOT_FOUND');
+  await rt.steer(sid, queued.messageId);
   snap = await idle(sid);
   assert.equal(snap.turn.status, 'idle');
   assert.match(lastModelText(snap), /steered hello/);
@@ -233,11 +233,11 @@ test('events with resume tokens, a follower, older messages', { skip: SANITIZED 
   for await (const ev of rt.events(sid, { token: evs[4].token, timeoutMs: 0 })) rest.push(ev.token);
   assert.deepEqual(rest, evs.slice(5).map((e) => e.token));
   const snap = await rt.snapshot(sid);
-  assert.deepEqual(await durableTypes(rt, sid, snap.resume_token), []);
+  assert.deepEqual(await durableTypes(rt, sid, snap.resumeToken), []);
   // a follower (async iterator, follow) sees a later turn
   const got = [];
   const follower = (async () => {
-    for await (const ev of rt.events(sid, { token: snap.resume_token, follow: true, timeoutMs: 200 })) {
+    for await (const ev of rt.events(sid, { token: snap.resumeToken, follow: true, timeoutMs: 200 })) {
       got.push(ev.type);
       if (ev.type === 'turn_finished') return;
     }
@@ -248,15 +248,15 @@ test('events with resume tokens, a follower, older messages', { skip: SANITIZED 
   await rejectsWith(rt.readEvents(sid, 'not-a-token'), 'DEXA_E_INVALID_RESUME_TOKEN');
   const page = await rt.messages(sid, { limit: 2 });
   assert.equal(page.messages.length, 2);
-  assert.equal(page.has_more, true);
+  assert.equal(page.hasMore, true);
   const older = await rt.messages(sid, { beforeSeq: page.messages[0].seq, limit: 200 });
-  assert.equal(older.has_more, false);
+  assert.equal(older.hasMore, false);
   const seqs = older.messages.concat(page.messages).map((m) => m.seq);
   assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b));
   assert.equal(older.messages[0].text, 'message 0');
 });
 
-test('host-driven: runReady on the pool, then close', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
+test('host-driven: runReady on a thread of its own, then close', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
   const { rt, log } = await setup(t, 0);
   const sid = await rt.startSession({ sessionId: 's-host' });
   await rt.send(sid, '/tool lookup {"key": "main"}');
@@ -276,7 +276,7 @@ test('exit while a JS tool runs and the runtime is open: no crash', { skip: SANI
 (async () => {
   const slow = dx.tool(async () => { await new Promise((r) => setTimeout(r, 300)); return 'done'; },
     { name: 'slow' });
-  const rt = new dx.Runtime(new dx.Agent({ tools: [slow] }), { workers: 2 });
+  const rt = new dx.Runtime(new dx.Agent({ tools: [slow] }), { workers: 2 }).unref();
   const sid = await rt.startSession();
   await rt.send(sid, '/tool slow {}');
   await new Promise((r) => setTimeout(r, 100));

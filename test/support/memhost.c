@@ -24,8 +24,8 @@ typedef struct step {
   char exec_id[96];
   char *input;
   int phase;
-  cJSON *wait;
-  int64_t *deadlines; /* per condition; 0 for channel conditions */
+  char *wait;      /* the WaitFor's wait, evaluated by dexa_wait_evaluate */
+  int64_t started; /* when it was set: its timers count from here */
   char *conditions;
   int attempt;
   char *recovery_error;
@@ -58,7 +58,35 @@ struct memhost {
   cJSON *events;
   cJSON *live;
   char *events_text;
+  memhost_dispatch_fn dispatch_fn;
+  void *dispatch_user;
+  char **names; /* "w <key>" / "p <channel>" */
+  int nnames;
 };
+
+static void note_name(memhost *h, char kind, const char *name, size_t n) {
+  for (int i = 0; i < h->nnames; i++)
+    if (h->names[i][0] == kind && strlen(h->names[i] + 2) == n && memcmp(h->names[i] + 2, name, n) == 0)
+      return;
+  h->names = realloc(h->names, (size_t)(h->nnames + 1) * sizeof *h->names);
+  char *e = malloc(n + 3);
+  e[0] = kind;
+  e[1] = ' ';
+  memcpy(e + 2, name, n);
+  e[n + 2] = '\0';
+  h->names[h->nnames++] = e;
+}
+
+void memhost_set_dispatch(memhost *h, memhost_dispatch_fn fn, void *user) {
+  h->dispatch_fn = fn;
+  h->dispatch_user = user;
+}
+
+int memhost_name_count(const memhost *h) { return h->nnames; }
+
+const char *memhost_name_at(const memhost *h, int i) {
+  return i >= 0 && i < h->nnames ? h->names[i] : NULL;
+}
 
 static int counter_bump(counter **cs, int *n, const char *name) {
   for (int i = 0; i < *n; i++)
@@ -88,8 +116,7 @@ memhost *memhost_new(const dexa_agent *agent, const char *session_id) {
 static void step_free(step *s) {
   free(s->type);
   free(s->input);
-  cJSON_Delete(s->wait);
-  free(s->deadlines);
+  free(s->wait);
   free(s->conditions);
   free(s->recovery_error);
 }
@@ -108,6 +135,8 @@ void memhost_free(memhost *h) {
   for (int i = 0; i < h->nsteps; i++) step_free(&h->steps[i]);
   for (int i = 0; i < h->ncounters; i++) free(h->counters[i].name);
   for (int i = 0; i < h->ndispatched; i++) free(h->dispatched[i].name);
+  for (int i = 0; i < h->nnames; i++) free(h->names[i]);
+  free(h->names);
   free(h->counters);
   free(h->dispatched);
   free(h->attrs);
@@ -194,6 +223,11 @@ const char *memhost_attr(const memhost *h, const char *key) {
   return attr_find(h, key, strlen(key), &pos) ? h->attrs[pos].value : NULL;
 }
 
+void memhost_each(const memhost *h, void (*visit)(void *ctx, const char *key, const char *value),
+                  void *ctx) {
+  for (int i = 0; i < h->nattrs; i++) visit(ctx, h->attrs[i].key, h->attrs[i].value);
+}
+
 void memhost_put(memhost *h, const char *key, const char *value) {
   attr_put(h, key, strlen(key), value, value ? strlen(value) : 0);
 }
@@ -271,12 +305,14 @@ static void apply_effects(memhost *h, const dexa_result *r) {
     const char *k, *v;
     size_t kl, vl;
     dexa_result_write_at(r, i, &k, &kl, &v, &vl);
+    note_name(h, 'w', k, kl);
     attr_put(h, k, kl, v, vl);
   }
   for (size_t i = 0; i < dexa_result_publish_count(r); i++) {
     const char *k, *v;
     size_t kl, vl;
     dexa_result_publish_at(r, i, &k, &kl, &v, &vl);
+    note_name(h, 'p', k, kl);
     char *name = strndup(k, kl);
     chan_push(h, name, v, vl);
     free(name);
@@ -298,9 +334,26 @@ static void sink(void *user, const char *json, size_t len) {
   cJSON_AddItemToArray(h->live, cJSON_ParseWithLength(json, len));
 }
 
+static int dispatch_n(memhost *h, int kind, const char *name, const char *exec_id, int attempt,
+                      const char *input, size_t input_len, const char *conditions,
+                      const char *recovery, dexa_result **out);
+
 static int dispatch(memhost *h, int kind, const char *name, const char *exec_id, int attempt,
                     const char *input, const char *conditions, const char *recovery,
                     dexa_result **out) {
+  return dispatch_n(h, kind, name, exec_id, attempt, input, input ? strlen(input) : 0,
+                    conditions, recovery, out);
+}
+
+int memhost_dispatch_len(memhost *h, int kind, const char *name, const char *input,
+                         size_t input_len, dexa_result **out) {
+  return dispatch_n(h, kind, name, kind == DEXA_CALL_RPC ? NULL : "X-1", 1, input, input_len,
+                    NULL, NULL, out);
+}
+
+static int dispatch_n(memhost *h, int kind, const char *name, const char *exec_id, int attempt,
+                      const char *input, size_t input_len, const char *conditions,
+                      const char *recovery, dexa_result **out) {
   dexa_call call;
   dexa_call_init(&call, sizeof call);
   call.kind = kind;
@@ -309,7 +362,7 @@ static int dispatch(memhost *h, int kind, const char *name, const char *exec_id,
   call.step_execution_id = exec_id;
   call.attempt = attempt;
   call.input = input;
-  call.input_len = input ? strlen(input) : 0;
+  call.input_len = input ? input_len : 0;
   call.conditions = conditions;
   call.conditions_len = conditions ? strlen(conditions) : 0;
   call.recovery_error = recovery;
@@ -323,7 +376,14 @@ static int dispatch(memhost *h, int kind, const char *name, const char *exec_id,
   call.cancelled = cancelled_cb;
   call.cancel_user_data = h;
   if (kind != DEXA_CALL_RPC) counter_bump(&h->dispatched, &h->ndispatched, name);
+  if (h->dispatch_fn) return h->dispatch_fn(h->dispatch_user, out, h->agent, &call);
   return dexa_dispatch(out, h->agent, &call);
+}
+
+int memhost_dispatch(memhost *h, int kind, const char *name, const char *exec_id, int attempt,
+                     const char *input, const char *conditions, const char *recovery_error,
+                     dexa_result **out) {
+  return dispatch(h, kind, name, exec_id, attempt, input, conditions, recovery_error, out);
 }
 
 int memhost_start(memhost *h, const char *settings_json) {
@@ -362,41 +422,43 @@ int memhost_rpc(memhost *h, const char *name, const char *input_json, char **res
   return rc;
 }
 
-/* Evaluates a waiting step; on success fills s->conditions and consumes. */
+static int chan_count(void *user, const char *name, size_t n, int64_t *count) {
+  memhost *h = user;
+  char *copy = strndup(name, n);
+  *count = chan_get(h, copy)->count;
+  free(copy);
+  return DEXA_OK;
+}
+
+/* Evaluates a waiting step with dexa_wait_evaluate, as a host would; on
+ * success fills s->conditions and consumes. */
 static int wait_ready(memhost *h, step *s) {
-  const char *mode = cJSON_GetObjectItem(s->wait, "mode")->valuestring;
-  const cJSON *conds = cJSON_GetObjectItem(s->wait, "conditions");
-  int n = cJSON_GetArraySize(conds), ready_count = 0, winner = -1;
-  for (int pass = 0; pass < 2; pass++) { /* timers first, then channels */
-    for (int i = 0; i < n; i++) {
-      const cJSON *c = cJSON_GetArrayItem(conds, i);
-      int is_timer = cJSON_GetObjectItem(c, "timer_ms") != NULL;
-      if (is_timer != (pass == 0)) continue;
-      int ready = is_timer ? h->now >= s->deadlines[i]
-                           : chan_get(h, cJSON_GetObjectItem(c, "channel")->valuestring)->count >=
-                                 cJSON_GetObjectItem(c, "min")->valueint;
-      if (ready) {
-        ready_count++;
-        if (winner < 0) winner = i;
-      }
-    }
+  dexa_wait_state st;
+  dexa_wait_state_init(&st, sizeof st);
+  st.now_ms = h->now;
+  st.started_ms = s->started;
+  st.channel_user_data = h;
+  st.channel_count = chan_count;
+  char *out = NULL;
+  if (dexa_wait_evaluate(&out, NULL, s->wait, strlen(s->wait), &st) != DEXA_OK) {
+    fprintf(stderr, "memhost: bad wait %s\n", s->wait);
+    h->failed = 1;
+    return 0;
   }
-  int all = strcmp(mode, "all") == 0;
-  if (all ? ready_count < n : winner < 0) return 0;
-  cJSON *res = cJSON_CreateObject(), *fired = cJSON_AddArrayToObject(res, "fired"),
-        *chans = cJSON_AddObjectToObject(res, "channels");
-  for (int i = 0; i < n; i++) {
-    const cJSON *c = cJSON_GetArrayItem(conds, i);
-    if (!all && i != winner) continue;
-    const char *id = cJSON_GetObjectItem(c, "id")->valuestring;
-    if (cJSON_GetObjectItem(c, "timer_ms")) {
-      cJSON_AddItemToArray(fired, cJSON_CreateString(id));
-      continue;
-    }
-    chan *ch = chan_get(h, cJSON_GetObjectItem(c, "channel")->valuestring);
-    const cJSON *mx = cJSON_GetObjectItem(c, "max");
-    int take = mx ? (mx->valueint < ch->count ? mx->valueint : ch->count) : ch->count;
-    cJSON *vals = cJSON_AddArrayToObject(chans, id);
+  cJSON *answer = cJSON_Parse(out);
+  dexa_free(out);
+  if (!cJSON_IsTrue(cJSON_GetObjectItem(answer, "ready"))) {
+    cJSON_Delete(answer);
+    return 0;
+  }
+  cJSON *res = cJSON_CreateObject();
+  cJSON_AddItemToObject(res, "fired", cJSON_DetachItemFromObject(answer, "fired"));
+  cJSON *chans = cJSON_AddObjectToObject(res, "channels");
+  const cJSON *t;
+  cJSON_ArrayForEach(t, cJSON_GetObjectItem(answer, "consume")) {
+    chan *ch = chan_get(h, cJSON_GetObjectItem(t, "channel")->valuestring);
+    int take = cJSON_GetObjectItem(t, "count")->valueint;
+    cJSON *vals = cJSON_AddArrayToObject(chans, cJSON_GetObjectItem(t, "id")->valuestring);
     for (int k = 0; k < take; k++) {
       cJSON_AddItemToArray(vals, cJSON_Parse(ch->values[k]));
       free(ch->values[k]);
@@ -404,6 +466,7 @@ static int wait_ready(memhost *h, step *s) {
     memmove(ch->values, ch->values + take, (size_t)(ch->count - take) * sizeof(char *));
     ch->count -= take;
   }
+  cJSON_Delete(answer);
   s->conditions = cJSON_PrintUnformatted(res);
   cJSON_Delete(res);
   return 1;
@@ -414,13 +477,8 @@ static void set_wait(memhost *h, step *s, const char *json, size_t n) {
     s->phase = PH_EXECUTE;
     return;
   }
-  s->wait = cJSON_ParseWithLength(json, n);
-  int k = cJSON_GetArraySize(cJSON_GetObjectItem(s->wait, "conditions"));
-  s->deadlines = calloc((size_t)k + 1, sizeof(int64_t));
-  for (int i = 0; i < k; i++) {
-    const cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(s->wait, "conditions"), i), "timer_ms");
-    if (t) s->deadlines[i] = h->now + (int64_t)t->valuedouble;
-  }
+  s->wait = strndup(json, n);
+  s->started = h->now;
   s->phase = PH_WAITING;
 }
 

@@ -26,6 +26,29 @@ int memhost_run_steps(memhost *h, int max);
 void memhost_lose_results(memhost *h, const char *step, int count);
 void memhost_advance(memhost *h, int64_t ms);
 
+/* Runs one call against the host's state without applying its result:
+ * *out gets the result (free it with dexa_result_free). input, conditions
+ * and recovery_error may be NULL. */
+int memhost_dispatch(memhost *h, int kind, const char *name, const char *exec_id, int attempt,
+                     const char *input, const char *conditions, const char *recovery_error,
+                     dexa_result **out);
+/* An RPC with input of input_len bytes (which may hold NULs), not applied. */
+int memhost_dispatch_len(memhost *h, int kind, const char *name, const char *input,
+                         size_t input_len, dexa_result **out);
+/* Replaces dexa_dispatch for every call the host makes (NULL: back to
+ * dexa_dispatch), so a test can watch or repeat calls. */
+typedef int (*memhost_dispatch_fn)(void *user, dexa_result **out, const dexa_agent *agent,
+                                   const dexa_call *call);
+void memhost_set_dispatch(memhost *h, memhost_dispatch_fn fn, void *user);
+/* Every attribute key written ("w <key>") and channel published
+ * ("p <channel>") so far, once each, in order of first use. */
+int memhost_name_count(const memhost *h);
+const char *memhost_name_at(const memhost *h, int i);
+
+/* Calls visit for every attribute, in key order. */
+void memhost_each(const memhost *h, void (*visit)(void *ctx, const char *key, const char *value),
+                  void *ctx);
+
 /* Attribute value (borrowed) or NULL. */
 const char *memhost_attr(const memhost *h, const char *key);
 /* Writes an attribute directly (NULL deletes), as another host might have. */

@@ -130,6 +130,17 @@ static void test_tool_names_are_stable_and_valid(void) {
   CHECK_STR(a, b);                  /* stable */
   CHECK(strcmp(a, c2) != 0);        /* distinct originals stay distinct */
   CHECK(strncmp(a, "fs__read_file_", 14) == 0 && strlen(a) == 14 + 12);
+  /* The low 48 bits of FNV-1a 64 (offset basis 14695981039346656037). */
+  CHECK_STR(a, "fs__read_file_fb929db4e9f1");
+  dexa__mcp_tool_name("fs", "files.read", a);
+  CHECK_STR(a, "fs__files_read_421fd0376a62"); /* no '.' for OpenAI or Anthropic */
+  dexa__mcp_tool_name("fs", "read-file_2", a);
+  CHECK_STR(a, "fs__read-file_2");
+  /* The names 1.0 offered, still resolved: a '.' kept, a wrong basis. */
+  dexa__mcp_tool_name_1_0("fs", "files.read", a);
+  CHECK_STR(a, "fs__files.read");
+  dexa__mcp_tool_name_1_0("fs", "read file", a);
+  CHECK_STR(a, "fs__read_file_99ae60de10f3");
   char longname[200];
   memset(longname, 'x', 150);
   longname[150] = '\0';

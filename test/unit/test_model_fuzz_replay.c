@@ -23,6 +23,12 @@
 #define LLVMFuzzerTestOneInput fuzz_model_anthropic_one
 #include "fuzz/fuzz_model_anthropic.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_model_gemini_one
+#include "fuzz/fuzz_model_gemini.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_model_bedrock_one
+#include "fuzz/fuzz_model_bedrock.c"
+#undef LLVMFuzzerTestOneInput
 
 typedef int (*fuzz_fn)(const uint8_t *, size_t);
 
@@ -64,17 +70,21 @@ REPLAY_TEST(fuzz_model_sse)
 REPLAY_TEST(fuzz_model_openai_responses)
 REPLAY_TEST(fuzz_model_openai_chat)
 REPLAY_TEST(fuzz_model_anthropic)
+REPLAY_TEST(fuzz_model_gemini)
+REPLAY_TEST(fuzz_model_bedrock)
 REPLAY_TEST(fuzz_value_pack)
 
 /* Every input of every corpus also goes through every target: a decoder
  * fed another provider's stream must fail cleanly, never crash. */
 static void cross_replay(void) {
-  static const char *const names[] = {"fuzz_model_sse", "fuzz_model_openai_responses",
-                                      "fuzz_model_openai_chat", "fuzz_model_anthropic"};
-  static const fuzz_fn fns[] = {fuzz_model_sse_one, fuzz_model_openai_responses_one,
-                                fuzz_model_openai_chat_one, fuzz_model_anthropic_one};
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 4; j++) CHECK(replay(names[i], fns[j]) > 0);
+  static const char *const names[] = {"fuzz_model_sse",       "fuzz_model_openai_responses",
+                                      "fuzz_model_openai_chat", "fuzz_model_anthropic",
+                                      "fuzz_model_gemini",      "fuzz_model_bedrock"};
+  static const fuzz_fn fns[] = {fuzz_model_sse_one,         fuzz_model_openai_responses_one,
+                                fuzz_model_openai_chat_one, fuzz_model_anthropic_one,
+                                fuzz_model_gemini_one,      fuzz_model_bedrock_one};
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 6; j++) CHECK(replay(names[i], fns[j]) > 0);
 }
 
 int main(void) {
@@ -82,6 +92,8 @@ int main(void) {
   RUN(replay_fuzz_model_openai_responses);
   RUN(replay_fuzz_model_openai_chat);
   RUN(replay_fuzz_model_anthropic);
+  RUN(replay_fuzz_model_gemini);
+  RUN(replay_fuzz_model_bedrock);
   RUN(cross_replay);
   RUN(replay_fuzz_value_pack);
   TEST_MAIN_END();

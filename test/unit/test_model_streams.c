@@ -339,10 +339,11 @@ static void make_request(dexa_model_request *r, const char *const *msgs, size_t 
 static char *body_for(const dexa__provider *p, const char *name, const char *const *msgs, size_t n) {
   dexa__client_cfg cfg;
   memset(&cfg, 0, sizeof cfg);
-  cfg.provider = p;
+  cfg.provider = cfg.wire = p;
   cfg.name = (char *)name;
   cfg.model = strchr(name, '/') + 1;
   cfg.parallel_tool_calls = 1;
+  cfg.encrypted_reasoning = 1; /* as for a reasoning model */
   dexa_model_request r;
   make_request(&r, msgs, n);
   dexa__buf b;
@@ -486,7 +487,7 @@ static void client_options(void) {
   CHECK_CONTAINS(err, "thinking");
   o = "{\"timeout_ms\":-5}";
   CHECK_EQ_INT(dexa_model_client_new(&m, "openai-chat/m", o, strlen(o), err, sizeof err), DEXA_E_INVALID_ARG);
-  CHECK_EQ_INT(dexa_model_client_new(&m, "gemini/x", NULL, 0, err, sizeof err), DEXA_E_INVALID_ARG);
+  CHECK_EQ_INT(dexa_model_client_new(&m, "cohere/x", NULL, 0, err, sizeof err), DEXA_E_INVALID_ARG);
   CHECK_EQ_INT(dexa_model_client_new(&m, "openai/", NULL, 0, err, sizeof err), DEXA_E_INVALID_ARG);
   CHECK_EQ_INT(dexa_model_client_new(&m, "openai/g", "[1]", 3, err, sizeof err), DEXA_E_INVALID_JSON);
   CHECK_EQ_INT(dexa_model_client_new(&m, "mock/dex", "{\"x\":1}", 7, err, sizeof err), DEXA_E_UNKNOWN_KEY);

@@ -190,13 +190,25 @@ static void test_oom_is_sticky_and_reset_clears_it(void) {
   dexa__buf_json_cstr(&b, "x");
   CHECK_EQ_INT(b.len, 6);
   CHECK(dexa__buf_cstr(&b) == NULL);
-  CHECK(dexa__buf_steal(&b, NULL) == NULL);
   CHECK_EQ_INT(dexa__buf_reserve(&b, 1), -1);
   dexa__buf_reset(&b);
   CHECK(!b.oom);
   dexa__buf_puts(&b, "again");
   CHECK_STR(dexa__buf_cstr(&b), "again");
   dexa__buf_free(&b);
+}
+
+/* A failed steal hands nothing over and frees what was built: callers
+ * return at once, so nothing may be left to free. */
+static void test_failed_steal_frees_the_buffer(void) {
+  dexa__buf b;
+  dexa__buf_init(&b);
+  dexa__buf_puts(&b, "built so far");
+  CHECK_EQ_INT(dexa__buf_reserve(&b, SIZE_MAX - 8), -1);
+  size_t len = 7;
+  CHECK(dexa__buf_steal(&b, &len) == NULL);
+  CHECK(b.data == NULL && b.len == 0 && b.cap == 0 && !b.oom);
+  CHECK_EQ_INT(len, 7); /* untouched */
 }
 
 static void test_append_huge_length_sets_oom(void) {
@@ -255,6 +267,7 @@ int main(void) {
   RUN(test_json_str_long_mixed_input);
   RUN(test_json_cstr_null_is_null);
   RUN(test_oom_is_sticky_and_reset_clears_it);
+  RUN(test_failed_steal_frees_the_buffer);
   RUN(test_append_huge_length_sets_oom);
   RUN(test_steal_hands_over_and_resets);
   RUN(test_reset_keeps_capacity);

@@ -1,9 +1,10 @@
-"""The C declarations of libdexagents 1.0, written by hand from the public
+"""The C declarations of libdexagents 1.1, written by hand from the public
 headers (include/dexagents/*.h) for cffi's ABI mode: no compiler and no header
 is needed at install or import time. Only what the bindings use, plus the
 plain helpers; every struct here starts with struct_size and is initialised by
 its exported dexa_*_init function, so its size comes from this declaration and
-the library accepts it as long as it is at least the 1.0 size."""
+the library accepts it as long as it is at least the 1.0 size.
+test/python/test_bindings.py checks every struct's layout against the headers."""
 
 CDEF = r"""
 typedef struct dexa_agent dexa_agent;
@@ -52,6 +53,47 @@ int dexa_model_reply_set_usage(dexa_model_reply *reply, int64_t input_tokens,
                                int64_t output_tokens);
 int dexa_model_reply_set_error(dexa_model_reply *reply, const char *message,
                                int64_t retry_after_ms);
+size_t dexa_model_request_message_count(const dexa_model_request *request);
+int dexa_model_request_cancelled(const dexa_model_request *request);
+int dexa_model_reply_add_reasoning(dexa_model_reply *reply, const char *text, size_t len);
+int dexa_model_reply_set_finish_reason(dexa_model_reply *reply, const char *reason,
+                                       const char *provider_reason);
+typedef struct dexa_model_usage {
+  uint32_t struct_size;
+  int64_t input_tokens;
+  int64_t output_tokens;
+  int64_t cached_input_tokens;
+  int64_t cache_write_tokens;
+  int64_t reasoning_tokens;
+  double cost_usd;
+} dexa_model_usage;
+int dexa_model_usage_init(dexa_model_usage *usage, size_t struct_size);
+int dexa_model_reply_set_token_usage(dexa_model_reply *reply, const dexa_model_usage *usage);
+
+/* harness.h */
+typedef struct dexa_harness_vtable {
+  uint32_t struct_size;
+  uint32_t flags;
+  int (*run_segment)(void *user_data, const dexa_model_request *request, dexa_model_reply *reply);
+  int (*summarize)(void *user_data, const dexa_model_request *request, dexa_model_reply *reply);
+  void (*destroy)(void *user_data);
+} dexa_harness_vtable;
+int dexa_harness_vtable_init(dexa_harness_vtable *vtable, size_t struct_size);
+int dexa_harness_new(dexa_model **out, const char *name, const dexa_harness_vtable *vtable,
+                     void *user_data);
+int dexa_model_request_harness_state(const dexa_model_request *request, const char **json,
+                                     size_t *len);
+size_t dexa_model_request_harness_entry_count(const dexa_model_request *request);
+int dexa_model_request_harness_entry_at(const dexa_model_request *request, size_t index,
+                                        const char **json, size_t *len);
+size_t dexa_model_request_first_new_message(const dexa_model_request *request);
+int dexa_model_request_call_tool(const dexa_model_request *request, const char *call_id,
+                                 const char *name, const char *arguments_json,
+                                 size_t arguments_len, char **out, size_t *out_len);
+int dexa_model_reply_set_harness_state(dexa_model_reply *reply, const char *json, size_t len);
+int dexa_model_reply_add_harness_entry(dexa_model_reply *reply, const char *json, size_t len);
+int dexa_model_reply_set_tool_policy(dexa_model_reply *reply, const char *call_id, int effect,
+                                     int approval);
 
 /* tools.h */
 typedef struct dexa_tool_source_vtable {
@@ -65,6 +107,7 @@ int dexa_tool_source_new(dexa_tool_source **out, const char *name,
                          const dexa_tool_source_vtable *vtable, void *user_data);
 void dexa_tool_source_free(dexa_tool_source *source);
 const char *dexa_tool_source_name(const dexa_tool_source *source);
+int dexa_tool_source_list_json(char **out, size_t *out_len, dexa_tool_source *source);
 int dexa_tool_list_add(dexa_tool_list *list, const char *name, const char *description,
                        const char *parameters_json, size_t parameters_len, int effect,
                        int approval);
@@ -124,6 +167,56 @@ void dexa_agent_free(dexa_agent *agent);
 const char *dexa_agent_flow_type(const dexa_agent *agent);
 int dexa_flow_describe(char **out, size_t *out_len, const dexa_agent *agent);
 
+/* flow.h */
+typedef int (*dexa_attr_get_fn)(void *user_data, const char *key, size_t key_len,
+                                const char **value, size_t *value_len);
+typedef int (*dexa_attr_visit_fn)(void *visit_ctx, const char *key, size_t key_len,
+                                  const char *value, size_t value_len);
+typedef int (*dexa_attr_scan_fn)(void *user_data, const char *prefix, size_t prefix_len,
+                                 dexa_attr_visit_fn visit, void *visit_ctx);
+typedef void (*dexa_event_sink_fn)(void *user_data, const char *event_json, size_t len);
+typedef struct dexa_call {
+  uint32_t struct_size;
+  int32_t kind;
+  const char *session_id;
+  const char *name;
+  const char *step_execution_id;
+  int32_t attempt;
+  int32_t reserved0;
+  const char *input;
+  size_t input_len;
+  const char *conditions;
+  size_t conditions_len;
+  const char *recovery_error;
+  size_t recovery_error_len;
+  int64_t now_ms;
+  void *attr_user_data;
+  dexa_attr_get_fn attr_get;
+  dexa_attr_scan_fn attr_scan;
+  void *sink_user_data;
+  dexa_event_sink_fn event_sink;
+  int (*cancelled)(void *cancel_user_data);
+  void *cancel_user_data;
+} dexa_call;
+int dexa_call_init(dexa_call *call, size_t struct_size);
+int dexa_dispatch(dexa_result **out, const dexa_agent *agent, const dexa_call *call);
+void dexa_result_free(dexa_result *result);
+int dexa_result_status(const dexa_result *result);
+const char *dexa_result_errmsg(const dexa_result *result);
+int64_t dexa_result_retry_after_ms(const dexa_result *result);
+size_t dexa_result_write_count(const dexa_result *result);
+int dexa_result_write_at(const dexa_result *result, size_t index, const char **key,
+                         size_t *key_len, const char **value, size_t *value_len);
+size_t dexa_result_publish_count(const dexa_result *result);
+int dexa_result_publish_at(const dexa_result *result, size_t index, const char **channel,
+                           size_t *channel_len, const char **value, size_t *value_len);
+size_t dexa_result_event_count(const dexa_result *result);
+int dexa_result_event_at(const dexa_result *result, size_t index, const char **json, size_t *len);
+int dexa_result_wait(const dexa_result *result, const char **json, size_t *len);
+int dexa_result_decision(const dexa_result *result, const char **json, size_t *len);
+int dexa_result_response(const dexa_result *result, const char **json, size_t *len);
+int dexa_result_json(char **out, size_t *out_len, const dexa_result *result);
+
 /* runtime.h */
 typedef int64_t (*dexa_clock_fn)(void *user_data);
 typedef struct dexa_runtime_options {
@@ -153,6 +246,10 @@ int dexa_runtime_list_sessions(dexa_runtime *runtime, const char *after, int32_t
 int dexa_runtime_read_events(dexa_runtime *runtime, const char *session_id,
                              const char *resume_token, int32_t max_events,
                              int64_t timeout_ms, char **out, size_t *out_len);
+int dexa_runtime_poll(dexa_runtime *runtime, dexa_task **out, int64_t timeout_ms);
+const dexa_call *dexa_task_call(const dexa_task *task);
+int dexa_runtime_complete(dexa_runtime *runtime, dexa_task *task, const dexa_result *result);
+void dexa_task_abandon(dexa_runtime *runtime, dexa_task *task);
 int dexa_runtime_run_ready(dexa_runtime *runtime, int32_t *ran);
 int dexa_runtime_start(dexa_runtime *runtime, int32_t threads);
 int dexa_runtime_stop(dexa_runtime *runtime);
