@@ -63,7 +63,9 @@ static int value_fits(const cJSON *f, const cJSON *v) {
   if (strcmp(type, "string") == 0) {
     if (!cJSON_IsString(v)) return 0;
     if (!en) return 1;
-    cJSON_ArrayForEach(x, en) if (strcmp(x->valuestring, v->valuestring) == 0) return 1;
+    cJSON_ArrayForEach(x, en) {
+      if (strcmp(x->valuestring, v->valuestring) == 0) return 1;
+    }
     return 0;
   }
   if (strcmp(type, "number") == 0) return cJSON_IsNumber(v);
@@ -76,7 +78,9 @@ static int value_fits(const cJSON *f, const cJSON *v) {
   const cJSON *item;
   cJSON_ArrayForEach(item, v) {
     int found = !en && cJSON_IsString(item);
-    cJSON_ArrayForEach(x, en) if (cJSON_IsString(item) && !strcmp(x->valuestring, item->valuestring)) found = 1;
+    cJSON_ArrayForEach(x, en) {
+      if (cJSON_IsString(item) && !strcmp(x->valuestring, item->valuestring)) found = 1;
+    }
     if (!found) return 0;
   }
   return 1;
@@ -297,7 +301,9 @@ static int check_accept(dexa__ctx *c, const cJSON *pending, const cJSON *answer,
   if (choices) {
     int found = 0;
     const cJSON *ch;
-    cJSON_ArrayForEach(ch, choices) found |= answer && !strcmp(ch->valuestring, answer->valuestring);
+    cJSON_ArrayForEach(ch, choices) {
+      found |= answer && !strcmp(ch->valuestring, answer->valuestring);
+    }
     if (!found) return dexa__result_fail(c->result, DEXA_E_INVALID_ARG, "the answer must be one of the choices");
   }
   if (fields && !declared)

@@ -200,7 +200,9 @@ cJSON *dexa__mcp_elicitation_result(const cJSON *params, const cJSON *answer) {
 static void content_text(dexa__buf *b, const cJSON *content) {
   if (cJSON_IsArray(content)) {
     const cJSON *c;
-    cJSON_ArrayForEach(c, content) content_text(b, c);
+    cJSON_ArrayForEach(c, content) {
+      content_text(b, c);
+    }
     return;
   }
   const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(content, "type"));

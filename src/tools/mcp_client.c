@@ -261,9 +261,7 @@ static void on_log(dexa__mcp_client *c, const dexa__rpc_msg *m) {
 }
 
 static void on_notification(dexa__mcp_client *c, const dexa__rpc_msg *m) {
-  if (strcmp(m->method, "notifications/message") == 0) {
-    on_log(c, m);
-  } else if (strcmp(m->method, "notifications/tools/list_changed") == 0) {
+  if (strcmp(m->method, "notifications/tools/list_changed") == 0) {
     c->tools_dirty = 1;
   } else if (strcmp(m->method, "notifications/progress") == 0) {
     /* Progress keeps a call alive: its deadline moves on (capped at 4x its

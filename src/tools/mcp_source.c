@@ -658,16 +658,18 @@ static int handle_request(mcp_source *s, dexa__mcp_call *call, dexa__mcp_server_
       const char *why = NULL;
       char *q = sampling ? dexa__mcp_sampling_question(c->cfg.name, params, key)
                          : dexa__mcp_elicitation_question(params, key, &why);
-      if (!q && why) {
-        dexa__mcp_respond(c, req->generation, req->msg, NULL, -32602, why);
-        dexa__mcp_server_request_free(req);
-        dexa__mcp_call_hold(call, 0);
-        return 0;
+      int rc = q || why ? DEXA_OK : DEXA_E_NOMEM;
+      if (q) rc = ask(out, q);
+      if (q && rc == DEXA_OK) {
+        dexa__mcp_park(&s->parking, call, req, c->cfg.question_timeout_ms);
+        return 1;
       }
-      int rc = ask(out, q);
-      if (rc != DEXA_OK) return rc;
-      dexa__mcp_park(&s->parking, call, req, c->cfg.question_timeout_ms);
-      return 1;
+      /* Not a question the session can show (or no memory): the server hears so. */
+      dexa__mcp_respond(c, req->generation, req->msg, NULL, why ? -32602 : -32603,
+                        why ? why : "out of memory");
+      dexa__mcp_server_request_free(req);
+      dexa__mcp_call_hold(call, 0);
+      return rc;
     }
   }
   cJSON *result = NULL;
