@@ -27,7 +27,7 @@
 
 #define LONG_WAIT (getenv("LONG_WAIT") ? atoi(getenv("LONG_WAIT")) : 60000) /* ms: a bound for conditions on a loaded machine */
 
-static char dir[256], store[512], tokens[512], npm_dir[1024], why_not[1200];
+static char dir[256], store[512], tokens[512], npm_dir[1100], why_not[1200];
 static int plain_port, auth_port;
 static pid_t plain_pid, auth_pid, g_worker;
 static dexa_mcp_config *g_cfg; /* the configuration of the running agent */
@@ -99,7 +99,7 @@ static int setup(void) {
     snprintf(why_not, sizeof why_not, "npm packages not available: %s", out);
     return -1;
   }
-  snprintf(npm_dir, sizeof npm_dir, "%s/..", out);
+  snprintf(npm_dir, sizeof npm_dir, "%.1000s/..", out);
   char cmd[2400];
   snprintf(cmd, sizeof cmd, "cp test/mcp/_sdk_server.mjs '%s/sdk_server.mjs'", npm_dir);
   if (system(cmd) != 0) return -1;
