@@ -226,6 +226,14 @@ static int asked_event(dexa__ctx *c, const dexa__tool_call *t, const cJSON *entr
 
 int dexa__tool_question_ask(dexa__ctx *c, const dexa__tool_call *t, const char *q, size_t n,
                             const char *resume) {
+  char action[16];
+  int crc = DEXA_OK;
+  if (dexa__control_pending(c, t->turn, action, &crc)) { /* a steer or stop came meanwhile */
+    static const char text[] =
+        "Cancelled: the turn was steered or stopped while the tool waited to ask the user.";
+    return dexa__tool_call_finish(c, t, "cancelled", text, sizeof text - 1, NULL, 0);
+  }
+  if (crc != DEXA_OK) return crc;
   const cJSON *answers = cJSON_GetObjectItemCaseSensitive(c->input, "answers");
   if (cJSON_GetArraySize(answers) >= DEXA__MAX_TOOL_QUESTIONS)
     return refuse(c, t, "it asked more than 16 questions in one call");

@@ -240,6 +240,47 @@ static void test_stop_while_a_tool_question_waits_cancels_the_call(void) {
   teardown(&f);
 }
 
+/* A stop that lands while the tool runs: its question is not asked (no one
+ * would answer it), the call is cancelled and the turn ends. */
+static memhost *stop_host;
+static int ask_after_stop(void *u, const dexa_tool_invocation *inv, dexa_tool_output *out) {
+  remember(&many_probe, inv);
+  memhost_rpc(stop_host, "cancel_turn", "{}", NULL);
+  static const char q[] = "{\"prompt\":\"Too late?\"}";
+  return dexa_tool_output_ask(out, q, strlen(q));
+}
+
+static void test_a_stop_during_the_run_cancels_the_question(void) {
+  memset(&many_probe, 0, sizeof many_probe);
+  dexa_model *m;
+  dexa_model_demo_new(&m, "mock/dex");
+  dexa_tool_source *tools;
+  dexa_function_tools_new(&tools, "fns");
+  dexa_function_tools_add(tools, "ask_late", "", NULL, DEXA_TOOL_READ, DEXA_APPROVAL_NONE, ask_after_stop, NULL);
+  dexa_agent_def def;
+  dexa_agent_def_init(&def, sizeof def);
+  def.models = &m;
+  def.model_count = 1;
+  def.tool_sources = &tools;
+  def.tool_source_count = 1;
+  dexa_agent *a = NULL;
+  dexa_agent_new(&a, &def, NULL, 0);
+  dexa_tool_source_free(tools);
+  dexa_model_free(m);
+  fixture f = {a, memhost_new(a, "s-stop-ask")};
+  stop_host = f.h;
+  memhost_start(f.h, NULL);
+  memhost_run(f.h);
+  send_text(&f, "/tool ask_late {}");
+  memhost_run(f.h);
+  CHECK_EQ_INT(many_probe.calls, 1);
+  CHECK_EQ_INT(memhost_pending(f.h, "AwaitQuestionAnswer"), 0);
+  CHECK(memhost_attr(f.h, "PendingToolCalls/demo-t1r1c1") == NULL);
+  CHECK_CONTAINS(result_of(&f), "\"status\":\"cancelled\"");
+  CHECK_CONTAINS(memhost_attr(f.h, "AgentTurn"), "\"status\":\"cancelled\"");
+  teardown(&f);
+}
+
 static void test_a_tool_that_keeps_asking_fails_after_sixteen_questions(void) {
   fixture f = setup();
   send_text(&f, "/tool ask_forever {}");
@@ -310,6 +351,7 @@ int main(void) {
   RUN(test_answers_that_do_not_fit_are_refused_and_change_nothing);
   RUN(test_a_write_asks_and_its_single_attempt_step_runs_again);
   RUN(test_stop_while_a_tool_question_waits_cancels_the_call);
+  RUN(test_a_stop_during_the_run_cancels_the_question);
   RUN(test_a_tool_that_keeps_asking_fails_after_sixteen_questions);
   RUN(test_a_question_the_session_cannot_show_is_the_calls_error);
   RUN(test_ask_user_takes_no_fields_nor_decline);
