@@ -12,6 +12,12 @@
  *   DEX_AGENT_SYSTEM_PROMPT   the system prompt
  *   DEX_AGENT_CONTEXT_TOKENS  the context window that compaction works against
  *   DEX_AGENT_MCP_CONFIG      the MCP server configuration file
+ *   DEX_AGENT_MCP_TOKENS      the MCP OAuth token file (the library's default
+ *                             file, ~/.local/state/dexagents/mcp-tokens.json,
+ *                             when unset); servers that need a sign-in send
+ *                             the browser back to PREFIX/oauth/callback
+ *   DEX_AGENT_OAUTH_REDIRECT  that redirect URI, when the page is reached by
+ *                             another address than the listen address
  *   DEX_AGENT_SESSION_KEY     the key that signs session tokens (random when
  *                             unset: a restart then ends access to older sessions)
  *   DEX_AGENT_STORE           the store: a SQLite file (ai-agent.db) or a PostgreSQL
@@ -55,6 +61,7 @@ typedef struct app {
   dexa_tool_source **sources; /* host tools, then MCP sources */
   size_t source_count;
   size_t mcp_count;
+  dexa_mcp_config *mcp_config; /* kept: sign-ins complete against it */
   char *settings_extra;
   dexa_agent *agent;
   dexa_runtime *rt;
@@ -169,7 +176,7 @@ static int add_mcp_sources(app *a) {
   char err[256] = "";
   int rc = dexa_mcp_config_load(&cfg, path, NULL, 0, err, sizeof err);
   if (rc == DEXA_OK) rc = dexa_mcp_tool_sources_new(&mcp, &n, cfg);
-  dexa_mcp_config_free(cfg);
+  a->mcp_config = cfg;
   if (rc != DEXA_OK) {
     fprintf(stderr, "ai-agent: DEX_AGENT_MCP_CONFIG %s: %s %s\n", path, dexa_strerror(rc), err);
     return -1;
@@ -222,6 +229,32 @@ static int make_settings_extra(app *a) {
   a->settings_extra = text ? strdup(text) : NULL;
   cJSON_free(text);
   return a->settings_extra ? 0 : -1;
+}
+
+static void on_mcp_log(void *ud, int level, const char *message) {
+  (void)ud;
+  if (level <= 3) fprintf(stderr, "ai-agent: %s\n", message);
+}
+
+/* OAuth for the MCP servers: the token file, and the redirect back to this
+ * server's callback route (known once the daemon listens). Set before the
+ * workers start, so no source reads them while they change. */
+static int set_mcp_auth(app *a, const char *host, unsigned port) {
+  if (!a->mcp_config) return 0;
+  char redirect[512];
+  const char *own = getenv("DEX_AGENT_OAUTH_REDIRECT");
+  if (own && *own) snprintf(redirect, sizeof redirect, "%s", own);
+  else snprintf(redirect, sizeof redirect, "http://%s:%u%s/oauth/callback", host, port, PREFIX);
+  dexa_mcp_auth_options o;
+  dexa_mcp_auth_options_init(&o, sizeof o);
+  o.redirect_uri = redirect;
+  o.client_name = "AI Agent (libdexagents)";
+  o.token_file = getenv("DEX_AGENT_MCP_TOKENS");
+  if (o.token_file && !*o.token_file) o.token_file = NULL;
+  int rc = dexa_mcp_config_set_auth(a->mcp_config, &o);
+  if (rc == DEXA_OK) rc = dexa_mcp_config_set_log(a->mcp_config, on_mcp_log, NULL);
+  if (rc != DEXA_OK) fprintf(stderr, "ai-agent: MCP sign-in settings: %s\n", dexa_strerror(rc));
+  return rc == DEXA_OK ? 0 : -1;
 }
 
 static int make_tools(app *a) {
@@ -291,6 +324,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   size_t *upload_size, void **con_cls) {
   (void)version;
   app *a = cls;
+  if (ai_agent_oauth_is_callback(url, PREFIX)) {
+    if (dexa_http_agent_routes_check_host(a->routes, c) != DEXA_OK) return MHD_NO;
+    return ai_agent_oauth_callback(c, method, a->mcp_config, a->rt);
+  }
   if (dexa_http_agent_routes_match(a->routes, url))
     return dexa_http_agent_routes_handle(a->routes, c, url, method, upload, upload_size,
                                          con_cls) == DEXA_OK
@@ -355,7 +392,7 @@ static int start_daemon(app *a) {
   printf("; store %s\n", store_name(a->store));
   printf("ai-agent: open http://%s:%u%s/\n", host, info ? (unsigned)info->port : 0u, PREFIX);
   fflush(stdout);
-  return 0;
+  return set_mcp_auth(a, host, info ? (unsigned)info->port : 0u);
 }
 
 /* ui/ next to the executable unless --ui names another directory. */
@@ -378,6 +415,7 @@ static void cleanup(app *a) {
   dexa_agent_free(a->agent);
   for (size_t i = 0; i < a->source_count; i++) dexa_tool_source_free(a->sources[i]);
   free(a->sources);
+  dexa_mcp_config_free(a->mcp_config);
   for (size_t i = 0; i < a->model_count; i++) {
     dexa_model_free(a->models[i]);
     free(a->model_names[i]);
@@ -411,12 +449,13 @@ int main(int argc, char **argv) {
   if (read_config(&a) != 0 || make_models(&a) != 0 || make_tools(&a) != 0 || make_agent(&a) != 0 ||
       make_routes(&a) != 0)
     goto done;
+  /* The daemon first: the MCP sign-in redirect names its port. */
+  if (start_daemon(&a) != 0) goto done;
   int rc = dexa_runtime_start(a.rt, a.threads);
   if (rc != DEXA_OK) {
     fprintf(stderr, "ai-agent: workers: %s\n", dexa_strerror(rc));
     goto done;
   }
-  if (start_daemon(&a) != 0) goto done;
   int sig = 0;
   sigwait(&sigs, &sig);
   printf("ai-agent: stopping (signal %d)\n", sig);

@@ -82,11 +82,48 @@ DEXA_EXTERN int32_t dexa_tool_invocation_attempt(const dexa_tool_invocation *inv
  * result it then returns is still recorded. */
 DEXA_EXTERN int dexa_tool_invocation_cancelled(const dexa_tool_invocation *invocation);
 
+/* The answers the person gave to the questions this call asked before
+ * (dexa_tool_output_ask), oldest first, as a JSON array borrowed for the
+ * duration of call_tool ("[]" on a call's first run):
+ *   [{"key":..,"action":"accept"|"decline"|"cancel","answer"?:"..","fields"?:{..}}]
+ * key is the question's own "key" (null when it had none). Added in 1.1. */
+DEXA_EXTERN int dexa_tool_invocation_answers(const dexa_tool_invocation *invocation,
+                                             const char **json, size_t *len);
+
+/* The call's effect as the session routed it (a dexa_tool_effect), 0 when
+ * unknown. A tool that asks the person something mid-call uses it to tell
+ * whether running again from the start is safe. Added in 1.1. */
+DEXA_EXTERN int dexa_tool_invocation_effect(const dexa_tool_invocation *invocation);
+
+/* Runs one model call through the session's model client (MCP sampling):
+ * request_json is {"messages":[{"role":"user"|"assistant","text":..}],
+ * "system"?:..,"max_tokens"?:N}; *reply_json receives a new
+ * {"text":..,"model":..,"stop_reason":..,"usage"?:{..}} freed with
+ * dexa_free. The session records a sampling_finished event. Returns
+ * DEXA_OK, DEXA_E_INVALID_ARG, DEXA_E_INVALID_JSON (a malformed request),
+ * DEXA_E_UNSUPPORTED (no session model here: outside a session, or a
+ * harness), DEXA_E_NOMEM, or the model client's error. Added in 1.1. */
+DEXA_EXTERN int dexa_tool_invocation_sample(const dexa_tool_invocation *invocation,
+                                            const char *request_json, size_t len,
+                                            char **reply_json, size_t *reply_len);
+
 /* Sets the text result the model sees; is_error marks a tool-level error. */
 DEXA_EXTERN int dexa_tool_output_set_text(dexa_tool_output *out, const char *text, size_t len,
                                           int is_error);
 /* Optionally keeps the full structured result (JSON) next to the text. */
 DEXA_EXTERN int dexa_tool_output_set_content(dexa_tool_output *out, const char *json, size_t len);
+
+/* Ends this run of the call with a question to the person instead of a
+ * result: the session waits in AwaitQuestionAnswer (holding no worker) and,
+ * once the person answers, declines or cancels, invokes the same call
+ * again with every answer so far (dexa_tool_invocation_answers). What the
+ * tool did before asking stays done: a WRITE tool asks before it writes.
+ * question_json: {"prompt":..,"choices"?:[2..8 strings],"fields"?:[..],
+ * "url"?:"https://..","purpose"?:"..","key"?:".."} (see
+ * dexa_tool_output_ask(3) for fields). Return DEXA_OK from call_tool after
+ * it. Returns DEXA_OK, DEXA_E_INVALID_ARG (no prompt), DEXA_E_INVALID_JSON
+ * or DEXA_E_NOMEM. Added in 1.1. */
+DEXA_EXTERN int dexa_tool_output_ask(dexa_tool_output *out, const char *question_json, size_t len);
 
 /* A tool implemented by a host function (C, or a cffi / N-API callback). */
 typedef int (*dexa_tool_fn)(void *user_data, const dexa_tool_invocation *invocation,

@@ -25,7 +25,7 @@ static const char *const send_fields[] = {"text", "plan_mode", "attachments", NU
 static const char *const list_fields[] = {"before_seq", "limit", NULL};
 static const char *const message_fields[] = {"message_id", NULL};
 static const char *const approval_fields[] = {"call_id", "decision", "note", NULL};
-static const char *const answer_fields[] = {"call_id", "answer", NULL};
+static const char *const answer_fields[] = {"call_id", "answer", "action", "fields", NULL};
 static const char *const plan_fields[] = {"revision", NULL};
 
 static const dexa__rpc_def rpcs[] = {

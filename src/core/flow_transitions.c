@@ -35,11 +35,14 @@ static const step_transitions steps[] = {
   /* Approved: the call runs; rejected or cancelled: its result is recorded. */
   {STEP_AWAIT_TOOL_APPROVAL, {STEP_CALL_TOOL, STEP_CALL_SINGLE_ATTEMPT_TOOL, END},
    {CHAN_TOOL_RESULTS, END}, "any", {CHAN_TOOL_DECISIONS, END}, 0},
-  {STEP_CALL_TOOL, {END}, {CHAN_TOOL_RESULTS, END}, NULL, {END}, 0},
-  {STEP_CALL_SINGLE_ATTEMPT_TOOL, {END}, {CHAN_TOOL_RESULTS, END}, NULL, {END}, 0},
+  /* A tool that asks the person something mid-call waits for the answer. */
+  {STEP_CALL_TOOL, {STEP_AWAIT_QUESTION_ANSWER, END}, {CHAN_TOOL_RESULTS, END}, NULL, {END}, 0},
+  {STEP_CALL_SINGLE_ATTEMPT_TOOL, {STEP_AWAIT_QUESTION_ANSWER, END}, {CHAN_TOOL_RESULTS, END},
+   NULL, {END}, 0},
   {STEP_RECORD_TOOL_OUTCOME, {END}, {CHAN_TOOL_RESULTS, END}, NULL, {END}, 0},
-  {STEP_AWAIT_QUESTION_ANSWER, {END}, {CHAN_TOOL_RESULTS, END}, "any", {CHAN_TOOL_DECISIONS, END},
-   0},
+  /* ask_user's answer is the result; a tool's question runs its call again. */
+  {STEP_AWAIT_QUESTION_ANSWER, {STEP_CALL_TOOL, STEP_CALL_SINGLE_ATTEMPT_TOOL, END},
+   {CHAN_TOOL_RESULTS, END}, "any", {CHAN_TOOL_DECISIONS, END}, 0},
   /* The timer fires, or a steer or stop cancels the wait. */
   {STEP_AWAIT_TIMER, {END}, {CHAN_TOOL_RESULTS, END}, "any", {CHAN_TOOL_DECISIONS, END}, 1},
   /* Waits for every result of the round. */

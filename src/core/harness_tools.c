@@ -85,12 +85,25 @@ static int run_tool(dexa__run *r, const dexa__tool_def *def, inner_call *k, dexa
   if (!args) return DEXA_E_NOMEM;
   char key[512];
   snprintf(key, sizeof key, "%s:%s", c->call->session_id, k->call_id);
-  dexa_tool_invocation inv = {def->name, k->call_id,       c->call->session_id, key,
-                              args,      k->arguments_len, c->call->attempt, c->call};
+  dexa_tool_invocation inv = {.name = def->name,
+                              .call_id = k->call_id,
+                              .session_id = c->call->session_id,
+                              .idempotency_key = key,
+                              .arguments = args,
+                              .arguments_len = k->arguments_len,
+                              .attempt = c->call->attempt,
+                              .call = c->call,
+                              .effect = def->effect};
   started_event(r, k->call_id, def->name);
   int rc = s->vt.call_tool(s->user_data, &inv, o);
   free(args);
   if (rc == DEXA_OK && (o->text.oom || o->content.oom)) rc = DEXA_E_NOMEM;
+  if (rc == DEXA_OK && o->asks) { /* no Step here to wait in */
+    rc = DEXA_E_UNSUPPORTED;
+    static const char why_ask[] =
+        "the tool asks the person something, which a call inside a model segment cannot wait for";
+    dexa_tool_output_set_text(o, why_ask, sizeof why_ask - 1, 1);
+  }
   if (rc == DEXA_OK) {
     k->status = o->is_error ? "error" : "ok";
     k->output = o->text.data;

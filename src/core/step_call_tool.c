@@ -2,11 +2,13 @@
  * retried with backoff by the host (RecordToolOutcome records an error after
  * the last attempt). CallSingleAttemptTool shares this runner without the
  * retries. A call whose turn was steered or stopped before it started gets
- * a cancellation result instead of running. */
+ * a cancellation result instead of running. A tool that asks the person
+ * something (dexa_tool_output_ask) ends this run: the call waits in
+ * AwaitQuestionAnswer and its Step runs again with the answers. */
 #include <stdio.h>
 #include <string.h>
 
-#include "core/tool_call.h"
+#include "core/tool_question.h"
 
 static dexa_tool_source *find_source(const dexa_agent *a, const char *name) {
   for (size_t i = 0; i < a->source_count; i++)
@@ -34,15 +36,31 @@ static void started_event(dexa__ctx *c, const dexa__tool_call *t) {
 static int run_tool(dexa__ctx *c, const dexa__tool_call *t, dexa_tool_source *s, int retry) {
   char key[512];
   snprintf(key, sizeof key, "%s:%s", c->call->session_id, t->call_id);
-  dexa_tool_invocation inv = {t->name, t->call_id, c->call->session_id, key,
-                              t->arguments, strlen(t->arguments), c->call->attempt, c->call};
+  dexa__sampling sampling = {c, t};
+  dexa_tool_invocation inv = {.name = t->name,
+                              .call_id = t->call_id,
+                              .session_id = c->call->session_id,
+                              .idempotency_key = key,
+                              .arguments = t->arguments,
+                              .arguments_len = strlen(t->arguments),
+                              .attempt = c->call->attempt,
+                              .call = c->call,
+                              .answers = t->answers,
+                              .answers_len = t->answers ? strlen(t->answers) : 0,
+                              .effect = dexa__tool_effect_parse(t->effect, strlen(t->effect)),
+                              .sample = dexa__tool_sample,
+                              .sample_ctx = &sampling};
   dexa_tool_output out;
   dexa__tool_output_init(&out);
   started_event(c, t);
   int rc = s->vt.call_tool(s->user_data, &inv, &out);
   int retryable = retry && (dexa_error_class(rc) == DEXA_CLASS_TRANSIENT || rc == DEXA_E_NOMEM);
-  if (rc == DEXA_OK && (out.text.oom || out.content.oom)) rc = DEXA_E_NOMEM;
-  if (rc == DEXA_OK) {
+  if (rc == DEXA_OK && (out.text.oom || out.content.oom || out.question.oom)) rc = DEXA_E_NOMEM;
+  if (rc == DEXA_OK && out.asks) {
+    /* The tool asks the person: this run ends, the answer runs it again. */
+    rc = dexa__tool_question_ask(c, t, out.question.data, out.question.len,
+                                 retry ? STEP_CALL_TOOL : STEP_CALL_SINGLE_ATTEMPT_TOOL);
+  } else if (rc == DEXA_OK) {
     rc = dexa__tool_call_finish(c, t, out.is_error ? "error" : "ok", out.text.data, out.text.len,
                                 out.content.data, out.content.len);
   } else if (retryable) {

@@ -24,12 +24,20 @@ int dexa__tool_call_read(dexa__ctx *c, dexa__tool_call *t) {
     t->arguments = empty ? cJSON_PrintUnformatted(empty) : NULL;
     cJSON_Delete(empty);
   }
-  return t->arguments ? DEXA_OK : DEXA_E_NOMEM;
+  if (!t->arguments) return DEXA_E_NOMEM;
+  const cJSON *answers = cJSON_GetObjectItemCaseSensitive(c->input, "answers");
+  if (cJSON_IsArray(answers) && cJSON_GetArraySize(answers) > 0) {
+    t->answers = cJSON_PrintUnformatted(answers);
+    if (!t->answers) return DEXA_E_NOMEM;
+  }
+  return DEXA_OK;
 }
 
 void dexa__tool_call_free(dexa__tool_call *t) {
   cJSON_free(t->arguments);
+  cJSON_free(t->answers);
   t->arguments = NULL;
+  t->answers = NULL;
 }
 
 int dexa__tool_call_finish(dexa__ctx *c, const dexa__tool_call *t, const char *status,

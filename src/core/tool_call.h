@@ -13,6 +13,7 @@ typedef struct dexa__tool_call {
   const char *source;
   const char *effect;
   char *arguments; /* JSON object text; free with cJSON_free */
+  char *answers;   /* the answers to the call's questions (JSON array) or NULL */
 } dexa__tool_call;
 
 /* Reads the call from the Step's input; fails the result when malformed. */
@@ -31,6 +32,15 @@ int dexa__tool_call_unknown_outcome(dexa__ctx *c, const dexa__tool_call *t, cons
 /* Runs the Step's tool call (CallTool with retry, CallSingleAttemptTool
  * without): a transient tool failure fails the attempt only with retry. */
 int dexa__run_tool_call(dexa__ctx *c, int retry);
+
+/* Runs one model call for a tool through the session's model (MCP
+ * sampling): the invocation's sampler (tool_sampling.c). ctx is a
+ * dexa__sampling. */
+typedef struct dexa__sampling {
+  dexa__ctx *c;
+  const dexa__tool_call *t;
+} dexa__sampling;
+int dexa__tool_sample(void *ctx, const char *request, size_t len, dexa__buf *reply);
 
 /* Deletes the call's PendingToolCalls entry. */
 int dexa__tool_call_unpend(dexa__ctx *c, const dexa__tool_call *t);

@@ -237,15 +237,24 @@ static void approval(chat *c, dexa__buf *out, const cJSON *ev, const char *statu
 }
 
 static void question(dexa__buf *out, const cJSON *ev, int answered) {
+  /* A tool's own question (asked_by "tool") may carry form fields, a page
+   * to open (a sign-in) and its purpose; its answer an action. */
+  static const char *const asked[] = {"choices", "fields", "url", "purpose", "asked_by"};
   cJSON *d = cJSON_CreateObject();
   cJSON_AddItemToObject(d, "callId", dup_item(ev, "call_id"));
   if (!answered) {
     cJSON_AddItemToObject(d, "prompt", dup_item(ev, "prompt"));
-    if (cJSON_GetObjectItemCaseSensitive(ev, "choices"))
-      cJSON_AddItemToObject(d, "choices", dup_item(ev, "choices"));
+    for (size_t i = 0; i < sizeof asked / sizeof asked[0]; i++)
+      if (cJSON_GetObjectItemCaseSensitive(ev, asked[i]))
+        cJSON_AddItemToObject(d, strcmp(asked[i], "asked_by") ? asked[i] : "askedBy",
+                              dup_item(ev, asked[i]));
   } else {
-    cJSON_AddItemToObject(d, "answer",
-                          dup_item(cJSON_GetObjectItemCaseSensitive(ev, "decision"), "answer"));
+    const cJSON *dec = cJSON_GetObjectItemCaseSensitive(ev, "decision");
+    cJSON_AddItemToObject(d, "answer", dup_item(dec, "answer"));
+    if (cJSON_GetObjectItemCaseSensitive(dec, "action"))
+      cJSON_AddItemToObject(d, "action", dup_item(dec, "action"));
+    if (cJSON_GetObjectItemCaseSensitive(dec, "fields"))
+      cJSON_AddItemToObject(d, "fields", dup_item(dec, "fields"));
   }
   cJSON_AddStringToObject(d, "status", answered ? "answered" : "pending");
   data_part(out, "data-question", str(ev, "call_id"), d);

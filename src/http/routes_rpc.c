@@ -30,7 +30,10 @@ static const field F_SEND[] = {
 static const field F_MESSAGE_ID[] = {{"message_id", F_STR, 1}};
 static const field F_APPROVAL[] = {
     {"call_id", F_STR, 1}, {"decision", F_STR, 1}, {"note", F_STR, 0}};
-static const field F_ANSWER[] = {{"call_id", F_STR, 1}, {"answer", F_STR, 1}};
+/* ask_user takes an answer; a tool's question also a decline or a cancel
+ * (action) and form fields (answer_question checks them against it). */
+static const field F_ANSWER[] = {
+    {"call_id", F_STR, 1}, {"answer", F_STR, 0}, {"action", F_STR, 0}, {"fields", F_OBJECT, 0}};
 static const field F_REVISION[] = {{"revision", F_INT, 1}};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

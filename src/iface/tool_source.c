@@ -205,6 +205,39 @@ DEXA_EXTERN int dexa_tool_invocation_cancelled(const dexa_tool_invocation *invoc
   return invocation ? dexa__call_cancelled(invocation->call) : 0;
 }
 
+DEXA_EXTERN int dexa_tool_invocation_answers(const dexa_tool_invocation *invocation,
+                                             const char **json, size_t *len) {
+  if (!invocation || !json || !len) return DEXA_E_INVALID_ARG;
+  *json = invocation->answers && invocation->answers_len ? invocation->answers : "[]";
+  *len = invocation->answers && invocation->answers_len ? invocation->answers_len : 2;
+  return DEXA_OK;
+}
+
+DEXA_EXTERN int dexa_tool_invocation_effect(const dexa_tool_invocation *invocation) {
+  return invocation ? invocation->effect : 0;
+}
+
+DEXA_EXTERN int dexa_tool_invocation_sample(const dexa_tool_invocation *invocation,
+                                            const char *request_json, size_t len,
+                                            char **reply_json, size_t *reply_len) {
+  if (reply_json) *reply_json = NULL;
+  if (reply_len) *reply_len = 0;
+  if (!invocation || !request_json || !reply_json) return DEXA_E_INVALID_ARG;
+  if (!invocation->sample) return DEXA_E_UNSUPPORTED;
+  dexa__buf b;
+  dexa__buf_init(&b);
+  int rc = invocation->sample(invocation->sample_ctx, request_json, len, &b);
+  if (rc == DEXA_OK && b.oom) rc = DEXA_E_NOMEM;
+  if (rc == DEXA_OK) {
+    size_t n = 0;
+    *reply_json = dexa__buf_steal(&b, &n);
+    if (!*reply_json) rc = DEXA_E_NOMEM;
+    else if (reply_len) *reply_len = n;
+  }
+  dexa__buf_free(&b);
+  return rc;
+}
+
 /* ---- output ---- */
 
 void dexa__tool_output_init(dexa_tool_output *o) { memset(o, 0, sizeof *o); }
@@ -212,6 +245,7 @@ void dexa__tool_output_init(dexa_tool_output *o) { memset(o, 0, sizeof *o); }
 void dexa__tool_output_free(dexa_tool_output *o) {
   dexa__buf_free(&o->text);
   dexa__buf_free(&o->content);
+  dexa__buf_free(&o->question);
 }
 
 DEXA_EXTERN int dexa_tool_output_set_text(dexa_tool_output *out, const char *text, size_t len,
@@ -230,6 +264,23 @@ DEXA_EXTERN int dexa_tool_output_set_content(dexa_tool_output *out, const char *
   dexa__buf_reset(&out->content);
   dexa__buf_append(&out->content, json, len);
   return out->content.oom ? DEXA_E_NOMEM : DEXA_OK;
+}
+
+DEXA_EXTERN int dexa_tool_output_ask(dexa_tool_output *out, const char *question_json, size_t len) {
+  if (!out || !question_json) return DEXA_E_INVALID_ARG;
+  const char *p = question_json;
+  size_t n = len;
+  dexa__json_trim(&p, &n);
+  if (n == 0 || p[0] != '{' || dexa__json_validate(p, n) != 0) return DEXA_E_INVALID_JSON;
+  const char *prompt;
+  size_t pl;
+  /* The core checks the rest; a question needs at least words to show. */
+  if (dexa__json_get(p, n, "prompt", &prompt, &pl) != 0 || pl < 3 || prompt[0] != '"')
+    return DEXA_E_INVALID_ARG;
+  dexa__buf_reset(&out->question);
+  dexa__buf_append(&out->question, p, n);
+  out->asks = 1;
+  return out->question.oom ? DEXA_E_NOMEM : DEXA_OK;
 }
 
 const char *dexa__tool_effect_name(int effect) {

@@ -42,6 +42,14 @@ struct dexa_tool_invocation {
   size_t arguments_len;
   int32_t attempt;
   const dexa_call *call; /* the Step's call (its cancelled callback), or NULL */
+  /* 1.1: what the call's earlier questions were answered (a JSON array, or
+   * NULL: none), the call's effect, and the session's model for sampling
+   * (NULL outside a session). */
+  const char *answers;
+  size_t answers_len;
+  int effect;
+  int (*sample)(void *ctx, const char *request, size_t len, dexa__buf *reply);
+  void *sample_ctx;
 };
 
 struct dexa_tool_output {
@@ -49,6 +57,8 @@ struct dexa_tool_output {
   dexa__buf content;
   int has_text;
   int is_error;
+  dexa__buf question; /* dexa_tool_output_ask: the call waits for the person */
+  int asks;
 };
 
 dexa_tool_source *dexa__tool_source_ref(dexa_tool_source *s);

@@ -1,5 +1,12 @@
 /* One MCP connection per configured server, shared by every worker thread.
  *
+ * The server's own requests: ping and roots/list are answered at once;
+ * elicitation/create and sampling/createMessage belong to a tool call (the
+ * tools/call whose HTTP response stream carried them; over stdio, the one
+ * tools/call in flight) and are queued for the thread that waits for that
+ * call (mcp_calls.c), which may have to ask the person; anything else gets
+ * -32601. Log messages (notifications/message) go to the host's log.
+ *
  * Threads: c->mu guards the connection state and the table of requests in
  * flight; any number of requests run at once and each waits on c->cv for
  * the response with its id (stdio: the reader thread delivers it; HTTP: the
@@ -15,12 +22,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "dexagents/errors.h"
 #include "util/json_num.h"
 #include "dexagents/version.h"
 #include "tools/mcp_internal.h"
+#include "tools/mcp_oauth.h"
 
 #define LEGACY_LATEST "2025-11-25"
 #define LEGACY_OLDER "2025-06-18"
@@ -56,10 +65,26 @@ static int send_stdio(dexa__mcp_client *c, uint64_t gen, const char *text) {
   return rc;
 }
 
-int dexa__mcp_client_init(dexa__mcp_client *c, const dexa__mcp_server_cfg *cfg) {
+/* 1 when the configuration sets the Authorization header itself. */
+static int own_authorization(const dexa__mcp_server_cfg *cfg) {
+  for (size_t i = 0; i < cfg->headerc; i++)
+    if (strcasecmp(cfg->headers[i].key, "Authorization") == 0) return 1;
+  return 0;
+}
+
+int dexa__mcp_client_init(dexa__mcp_client *c, const dexa__mcp_server_cfg *cfg,
+                          dexa__mcp_host *host) {
   memset(c, 0, sizeof *c);
   int rc = dexa__mcp_server_cfg_copy(&c->cfg, cfg);
   if (rc != DEXA_OK) return rc;
+  if (cfg->transport == DEXA__MCP_HTTP && !own_authorization(cfg)) {
+    rc = dexa__mcp_oauth_new(&c->oauth);
+    if (rc != DEXA_OK) {
+      dexa__mcp_server_cfg_free(&c->cfg);
+      return rc;
+    }
+  }
+  c->host = dexa__mcp_host_ref(host);
   pthread_mutex_init(&c->mu, NULL);
   pthread_mutex_init(&c->connect_mu, NULL);
   pthread_rwlock_init(&c->transport_lock, NULL);
@@ -103,6 +128,19 @@ void dexa__mcp_client_close(dexa__mcp_client *c) {
   c->closing = 1;
   disconnect(c);
   pthread_mutex_unlock(&c->connect_mu);
+  /* Runner threads of tool calls end once their requests failed. */
+  pthread_mutex_lock(&c->mu);
+  while (c->runners > 0) {
+    for (dexa__mcp_pending *p = c->pending; p; p = p->next)
+      if (!p->done) p->done = 1, p->failed = DEXA_E_IO;
+    pthread_cond_broadcast(&c->cv);
+    struct timespec ts;
+    deadline_timespec(dexa__mcp_now_ms() + 100, &ts);
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  }
+  pthread_mutex_unlock(&c->mu);
+  dexa__mcp_oauth_free(c->oauth);
+  dexa__mcp_host_unref(c->host);
   dexa__mcp_http_free(c->http);
   c->http = NULL;
   cJSON_Delete(c->capabilities);
@@ -122,27 +160,103 @@ static dexa__mcp_pending *find_pending(dexa__mcp_client *c, const char *id) {
   return NULL;
 }
 
-static void answer_request(dexa__mcp_client *c, uint64_t gen, const dexa__rpc_msg *m) {
+void dexa__mcp_respond(dexa__mcp_client *c, uint64_t gen, const cJSON *msg, cJSON *result,
+                       int64_t code, const char *message) {
   cJSON *r = cJSON_CreateObject();
-  cJSON_AddStringToObject(r, "jsonrpc", "2.0");
-  cJSON_AddItemToObject(r, "id", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(m->root, "id"), 1));
-  if (strcmp(m->method, "ping") == 0) {
-    cJSON_AddItemToObject(r, "result", cJSON_CreateObject());
-  } else { /* we declare no client capabilities: sampling, roots, elicitation are unknown */
+  int ok = r && cJSON_AddStringToObject(r, "jsonrpc", "2.0") &&
+           cJSON_AddItemToObject(r, "id", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(msg, "id"), 1));
+  if (ok && result) {
+    ok = cJSON_AddItemToObject(r, "result", result);
+    result = NULL;
+  } else if (ok) {
     cJSON *e = cJSON_AddObjectToObject(r, "error");
-    cJSON_AddNumberToObject(e, "code", -32601);
-    cJSON_AddStringToObject(e, "message", "Method not found");
+    ok = e && cJSON_AddNumberToObject(e, "code", (double)code) &&
+         cJSON_AddStringToObject(e, "message", message ? message : "");
   }
-  char *text = cJSON_PrintUnformatted(r);
+  char *text = ok ? cJSON_PrintUnformatted(r) : NULL;
   cJSON_Delete(r);
+  cJSON_Delete(result);
   if (!text) return;
-  /* stdio: this runs on the reader thread while the transport is alive.
-   * HTTP: POSTed from the thread whose stream carried the request. */
+  /* stdio: one line while that transport is alive. HTTP: its own POST,
+   * from whichever thread answers. */
   if (send_stdio(c, gen, text) == 1 && c->http) {
     char err[64];
     dexa__mcp_http_post(c->http, gen, text, "", NULL, NULL, dexa__mcp_now_ms() + cap_ms(c), err,
                         sizeof err);
   }
+  cJSON_free(text);
+}
+
+static cJSON *roots_result(const dexa__mcp_client *c) {
+  cJSON *res = cJSON_CreateObject();
+  cJSON *list = res ? cJSON_AddArrayToObject(res, "roots") : NULL;
+  for (size_t i = 0; list && i < c->cfg.rootc; i++) {
+    cJSON *r = cJSON_CreateObject();
+    if (!r) break;
+    cJSON_AddStringToObject(r, "uri", c->cfg.roots[i].uri);
+    if (c->cfg.roots[i].name) cJSON_AddStringToObject(r, "name", c->cfg.roots[i].name);
+    cJSON_AddItemToArray(list, r);
+  }
+  return res;
+}
+
+/* The tool call a server request belongs to (c->mu held): the request
+ * whose response stream carried it, else the one tools/call in flight. */
+static dexa__mcp_call *owner_of(dexa__mcp_client *c, const char *via_id) {
+  dexa__mcp_call *only = NULL;
+  int calls = 0;
+  for (dexa__mcp_pending *p = c->pending; p; p = p->next) {
+    if (p->done || !p->owner) continue;
+    if (via_id[0] && strcmp(p->id, via_id) == 0) return p->owner;
+    only = p->owner;
+    calls++;
+  }
+  return !via_id[0] && calls == 1 ? only : NULL;
+}
+
+static void on_request(dexa__mcp_client *c, uint64_t gen, const char *via_id, dexa__rpc_msg *m) {
+  if (strcmp(m->method, "ping") == 0) {
+    dexa__mcp_respond(c, gen, m->root, cJSON_CreateObject(), 0, NULL);
+    return;
+  }
+  if (strcmp(m->method, "roots/list") == 0 && c->cfg.rootc) {
+    dexa__mcp_respond(c, gen, m->root, roots_result(c), 0, NULL);
+    return;
+  }
+  int for_call = (strcmp(m->method, "elicitation/create") == 0 && c->cfg.elicitation) ||
+                 (strcmp(m->method, "sampling/createMessage") == 0 &&
+                  c->cfg.sampling != DEXA__MCP_SAMPLING_OFF);
+  if (!for_call) {
+    dexa__mcp_respond(c, gen, m->root, NULL, -32601, "Method not found");
+    return;
+  }
+  pthread_mutex_lock(&c->mu);
+  dexa__mcp_call *owner = gen == c->generation ? owner_of(c, via_id) : NULL;
+  if (owner) {
+    dexa__mcp_call_deliver(owner, m->root, gen);
+    m->root = NULL;
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (!owner)
+    dexa__mcp_respond(c, gen, m->root, NULL, -32603,
+                      "no tool call to answer for: this client takes elicitation and sampling "
+                      "requests only during a tools/call");
+}
+
+/* notifications/message: the server's log, to the host's log callback. */
+static void on_log(dexa__mcp_client *c, const dexa__rpc_msg *m) {
+  const char *level = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m->params, "level"));
+  const char *logger = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m->params, "logger"));
+  const cJSON *data = cJSON_GetObjectItemCaseSensitive(m->params, "data");
+  int lv = !level                       ? 3
+           : !strcmp(level, "debug")    ? 4
+           : !strcmp(level, "info") || !strcmp(level, "notice") ? 3
+           : !strcmp(level, "warning")  ? 2
+                                        : 1;
+  char *text = cJSON_IsString(data) ? NULL : cJSON_PrintUnformatted(data);
+  dexa__mcp_log(c->host, lv, "mcp:%s: %s%s%s: %.800s", c->cfg.name, level ? level : "log",
+                logger ? " " : "", logger ? logger : "",
+                cJSON_IsString(data) ? data->valuestring : text ? text : "");
   cJSON_free(text);
 }
 
@@ -164,15 +278,20 @@ static void on_notification(dexa__mcp_client *c, const dexa__rpc_msg *m) {
         if (next > p->deadline_ms) p->deadline_ms = next;
       }
   }
-  /* Logging, resource updates, cancellations: nothing to do. */
+  /* Resource updates, cancellations, elicitation/complete: nothing to do. */
 }
 
-void dexa__mcp_client_on_message(dexa__mcp_client *c, uint64_t generation, const char *text,
-                                 size_t len) {
+void dexa__mcp_client_on_message(dexa__mcp_client *c, uint64_t generation, const char *via_id,
+                                 const char *text, size_t len) {
   dexa__rpc_msg m;
   if (dexa__rpc_parse(text, len, &m) != 0) return; /* garbage on the wire: ignored */
   if (m.kind == DEXA__RPC_REQUEST) {
-    answer_request(c, generation, &m);
+    on_request(c, generation, via_id ? via_id : "", &m);
+    dexa__rpc_msg_free(&m);
+    return;
+  }
+  if (m.kind == DEXA__RPC_NOTIFICATION && strcmp(m.method, "notifications/message") == 0) {
+    on_log(c, &m); /* outside c->mu: the host's callback may take its time */
     dexa__rpc_msg_free(&m);
     return;
   }
@@ -212,6 +331,22 @@ void dexa__mcp_client_on_broken(dexa__mcp_client *c, uint64_t generation, int co
 
 /* ---- requests ---- */
 
+cJSON *dexa__mcp_client_capabilities(const dexa__mcp_client *c) {
+  cJSON *caps = cJSON_CreateObject();
+  if (!caps) return NULL;
+  if (c->cfg.elicitation) { /* form fields and pages to open (URL mode) */
+    cJSON *e = cJSON_AddObjectToObject(caps, "elicitation");
+    if (e) cJSON_AddObjectToObject(e, "form");
+    if (e) cJSON_AddObjectToObject(e, "url");
+  }
+  if (c->cfg.sampling != DEXA__MCP_SAMPLING_OFF) cJSON_AddObjectToObject(caps, "sampling");
+  if (c->cfg.rootc) {
+    cJSON *r = cJSON_AddObjectToObject(caps, "roots");
+    if (r) cJSON_AddFalseToObject(r, "listChanged"); /* roots come from the configuration */
+  }
+  return caps;
+}
+
 char *dexa__mcp_build_request(dexa__mcp_client *c, const char *id, const char *method,
                               cJSON *params) {
   cJSON *r = cJSON_CreateObject();
@@ -224,7 +359,8 @@ char *dexa__mcp_build_request(dexa__mcp_client *c, const char *id, const char *m
     cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
     if (!meta) meta = cJSON_AddObjectToObject(params, "_meta");
     cJSON_AddStringToObject(meta, "io.modelcontextprotocol/protocolVersion", MODERN);
-    cJSON_AddItemToObject(meta, "io.modelcontextprotocol/clientCapabilities", cJSON_CreateObject());
+    cJSON_AddItemToObject(meta, "io.modelcontextprotocol/clientCapabilities",
+                          dexa__mcp_client_capabilities(c));
     cJSON *info = cJSON_AddObjectToObject(meta, "io.modelcontextprotocol/clientInfo");
     cJSON_AddStringToObject(info, "name", "libdexagents");
     cJSON_AddStringToObject(info, "version", DEXA_VERSION_STRING);
@@ -233,6 +369,27 @@ char *dexa__mcp_build_request(dexa__mcp_client *c, const char *id, const char *m
   char *text = cJSON_PrintUnformatted(r);
   cJSON_Delete(r);
   return text;
+}
+
+/* POSTs one message; a refusal for want of authorization is mended
+ * without a person when the OAuth client can (a token stored meanwhile, a
+ * refresh, a headless grant) and the message is sent again: the server
+ * did nothing with a refused message. */
+static int http_send(dexa__mcp_client *c, uint64_t gen, const char *text, const char *wait_id,
+                     const char *method, const char *name, int64_t deadline, char *err,
+                     size_t err_size) {
+  int rc;
+  for (int round = 0;; round++) {
+    dexa__mcp_http_auth auth;
+    memset(&auth, 0, sizeof auth);
+    rc = dexa__mcp_http_post_auth(c->http, gen, text, wait_id, method, name, deadline, &auth, err,
+                                  err_size);
+    if (rc != DEXA_E_AUTH || !c->oauth || round == 3) break;
+    rc = dexa__mcp_oauth_recover(c, method, &auth, err, err_size);
+    if (rc != DEXA_OK) break;
+  }
+  if (rc == DEXA_OK && c->oauth && method) dexa__mcp_oauth_succeeded(c, method);
+  return rc;
 }
 
 static void unlink_pending(dexa__mcp_client *c, dexa__mcp_pending *p) {
@@ -283,12 +440,31 @@ int dexa__mcp_request_stop_asked(dexa__mcp_client *c, const char *id) {
   return stop_asked(&cancel);
 }
 
-static int request_on(dexa__mcp_client *c, uint64_t gen, const char *method, cJSON *params,
-                      int64_t timeout_ms, const dexa__mcp_cancel *cancel, cJSON **result,
-                      int64_t *rpc_code, char *err, size_t err_size) {
+/* A request's deadline as it stands: its own (progress moves it on) up to
+ * its hard cap, or later while its tool call holds it for a question. */
+static int64_t effective_deadline(const dexa__mcp_pending *p) {
+  int64_t until = p->deadline_ms < p->hard_deadline_ms ? p->deadline_ms : p->hard_deadline_ms;
+  if (p->owner && p->owner->hold_until_ms > until) until = p->owner->hold_until_ms;
+  return until;
+}
+
+int64_t dexa__mcp_request_deadline(dexa__mcp_client *c, const char *id) {
+  int64_t d = 0;
+  pthread_mutex_lock(&c->mu);
+  for (dexa__mcp_pending *p = c->pending; p; p = p->next)
+    if (strcmp(p->id, id) == 0 && !p->done) d = effective_deadline(p);
+  pthread_mutex_unlock(&c->mu);
+  return d;
+}
+
+static int request_on(dexa__mcp_client *c, uint64_t gen, dexa__mcp_call *owner, const char *method,
+                      cJSON *params, int64_t timeout_ms, const dexa__mcp_cancel *cancel,
+                      cJSON **result, int64_t *rpc_code, char *err, size_t err_size) {
   dexa__mcp_pending p;
   memset(&p, 0, sizeof p);
+  p.owner = owner;
   if (cancel) p.cancel = *cancel;
+  snprintf(p.method, sizeof p.method, "%s", method);
   pthread_mutex_lock(&c->mu);
   if (gen != c->generation) {
     pthread_mutex_unlock(&c->mu);
@@ -298,7 +474,7 @@ static int request_on(dexa__mcp_client *c, uint64_t gen, const char *method, cJS
   }
   snprintf(p.id, sizeof p.id, "%lld", (long long)c->next_id++);
   p.deadline_ms = dexa__mcp_now_ms() + timeout_ms;
-  int64_t hard_deadline = p.deadline_ms + 3 * timeout_ms;
+  p.hard_deadline_ms = p.deadline_ms + 3 * timeout_ms;
   if (strcmp(method, "tools/call") == 0) { /* progress extends the deadline */
     snprintf(p.progress_token, sizeof p.progress_token, "%s", p.id);
     if (!params) params = cJSON_CreateObject();
@@ -324,9 +500,7 @@ static int request_on(dexa__mcp_client *c, uint64_t gen, const char *method, cJS
     rc = send_stdio(c, gen, text);
     if (rc != DEXA_OK) snprintf(err, err_size, "the server is not running (write failed)");
   } else if (rc == DEXA_OK && c->http) {
-    rc = dexa__mcp_http_post(c->http, gen, text, p.id, method, name,
-                             p.deadline_ms < hard_deadline ? hard_deadline : p.deadline_ms, err,
-                             err_size);
+    rc = http_send(c, gen, text, p.id, method, name, p.hard_deadline_ms, err, err_size);
   }
   cJSON_free(text);
   free(name);
@@ -335,7 +509,7 @@ static int request_on(dexa__mcp_client *c, uint64_t gen, const char *method, cJS
   pthread_mutex_lock(&c->mu);
   while (rc == DEXA_OK && !p.done) {
     int64_t now = dexa__mcp_now_ms();
-    int64_t until = p.deadline_ms < hard_deadline ? p.deadline_ms : hard_deadline;
+    int64_t until = effective_deadline(&p);
     if (now >= until) break;
     if (p.cancel.stop) { /* wake up now and then to ask */
       pthread_mutex_unlock(&c->mu);
@@ -344,6 +518,7 @@ static int request_on(dexa__mcp_client *c, uint64_t gen, const char *method, cJS
       if (stopped) break;
       if (until > now + DEXA__MCP_STOP_POLL_MS) until = now + DEXA__MCP_STOP_POLL_MS;
     }
+    if (until > now + 1000) until = now + 1000; /* a hold may end early */
     struct timespec ts;
     deadline_timespec(until, &ts);
     pthread_cond_timedwait(&c->cv, &c->mu, &ts);
@@ -388,8 +563,7 @@ int dexa__mcp_notify(dexa__mcp_client *c, const char *method, cJSON *params) {
   char err[64];
   int rc = send_stdio(c, gen, text);
   if (rc == 1 && c->http)
-    rc = dexa__mcp_http_post(c->http, gen, text, "", method, NULL, dexa__mcp_now_ms() + cap_ms(c),
-                             err, sizeof err);
+    rc = http_send(c, gen, text, "", method, NULL, dexa__mcp_now_ms() + cap_ms(c), err, sizeof err);
   if (rc == 1) rc = DEXA_E_IO;
   cJSON_free(text);
   return rc;
@@ -441,7 +615,7 @@ static int discover(dexa__mcp_client *c, int64_t timeout_ms, char *err, size_t e
   c->era = DEXA__MCP_ERA_MODERN; /* so the request carries the modern _meta */
   cJSON *res = NULL;
   int64_t code = 0;
-  int rc = request_on(c, current_gen(c), "server/discover", NULL, timeout_ms, NULL, &res, &code,
+  int rc = request_on(c, current_gen(c), NULL, "server/discover", NULL, timeout_ms, NULL, &res, &code,
                       err, err_size);
   c->era = era;
   *rc_out = rc;
@@ -466,12 +640,12 @@ static int initialize(dexa__mcp_client *c, int64_t timeout_ms, char *err, size_t
                           ? c->cfg.protocol_version
                           : LEGACY_LATEST;
   cJSON_AddStringToObject(params, "protocolVersion", offer);
-  cJSON_AddItemToObject(params, "capabilities", cJSON_CreateObject());
+  cJSON_AddItemToObject(params, "capabilities", dexa__mcp_client_capabilities(c));
   cJSON *info = cJSON_AddObjectToObject(params, "clientInfo");
   cJSON_AddStringToObject(info, "name", "libdexagents");
   cJSON_AddStringToObject(info, "version", DEXA_VERSION_STRING);
   cJSON *res = NULL;
-  int rc = request_on(c, current_gen(c), "initialize", params, timeout_ms, NULL, &res, NULL, err,
+  int rc = request_on(c, current_gen(c), NULL, "initialize", params, timeout_ms, NULL, &res, NULL, err,
                       err_size);
   if (rc != DEXA_OK) return rc;
   const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(res, "protocolVersion"));
@@ -515,6 +689,16 @@ static int connect_once(dexa__mcp_client *c, char *err, size_t err_size) {
   }
   rc = initialize(c, t, err, err_size);
   if (rc == DEXA_OK) c->era = DEXA__MCP_ERA_LEGACY;
+  if (rc == DEXA_OK && c->cfg.log_level && cJSON_GetObjectItemCaseSensitive(c->capabilities, "logging")) {
+    /* The level of notifications/message; a server that refuses it still works. */
+    cJSON *params = cJSON_CreateObject(), *res = NULL;
+    char lerr[200];
+    if (params) cJSON_AddStringToObject(params, "level", c->cfg.log_level);
+    if (request_on(c, current_gen(c), NULL, "logging/setLevel", params, t, NULL, &res, NULL, lerr,
+                   sizeof lerr) != DEXA_OK)
+      dexa__mcp_log(c->host, 2, "mcp:%s: logging/setLevel: %s", c->cfg.name, lerr);
+    cJSON_Delete(res);
+  }
   return rc;
 }
 
@@ -532,7 +716,7 @@ int dexa__mcp_client_ensure(dexa__mcp_client *c, char *err, size_t err_size) {
     pthread_mutex_lock(&c->mu);
     snprintf(err, err_size, "%s", c->last_error);
     pthread_mutex_unlock(&c->mu);
-    rc = DEXA_E_IO;
+    rc = c->last_fail_rc ? c->last_fail_rc : DEXA_E_IO;
   } else {
     disconnect(c);
     rc = connect_once(c, err, err_size);
@@ -550,8 +734,9 @@ int dexa__mcp_client_ensure(dexa__mcp_client *c, char *err, size_t err_size) {
       c->last_fail_ms = 0;
       c->tools_dirty = 1;
       c->last_error[0] = '\0';
-    } else {
+    } else if (rc != DEXA_E_AUTH) { /* a sign-in may land any moment: no pause */
       c->last_fail_ms = dexa__mcp_now_ms();
+      c->last_fail_rc = rc;
       snprintf(c->last_error, sizeof c->last_error, "%s", err);
     }
     pthread_mutex_unlock(&c->mu);
@@ -563,18 +748,25 @@ int dexa__mcp_client_ensure(dexa__mcp_client *c, char *err, size_t err_size) {
 
 int dexa__mcp_request(dexa__mcp_client *c, const char *method, cJSON *params, int64_t timeout_ms,
                       cJSON **result, int64_t *rpc_code, char *err, size_t err_size) {
-  return dexa__mcp_request_cancellable(c, method, params, timeout_ms, NULL, result, rpc_code, err,
-                                       err_size);
+  return dexa__mcp_request_for(c, NULL, method, params, timeout_ms, NULL, result, rpc_code, err,
+                               err_size);
 }
 
 int dexa__mcp_request_cancellable(dexa__mcp_client *c, const char *method, cJSON *params,
                                   int64_t timeout_ms, const dexa__mcp_cancel *cancel,
                                   cJSON **result, int64_t *rpc_code, char *err, size_t err_size) {
+  return dexa__mcp_request_for(c, NULL, method, params, timeout_ms, cancel, result, rpc_code, err,
+                               err_size);
+}
+
+int dexa__mcp_request_for(dexa__mcp_client *c, dexa__mcp_call *owner, const char *method,
+                          cJSON *params, int64_t timeout_ms, const dexa__mcp_cancel *cancel,
+                          cJSON **result, int64_t *rpc_code, char *err, size_t err_size) {
   *result = NULL;
   if (timeout_ms <= 0) timeout_ms = c->cfg.timeout_ms;
   int http = c->cfg.transport == DEXA__MCP_HTTP;
   cJSON *copy = http && params ? cJSON_Duplicate(params, 1) : NULL;
-  int rc = request_on(c, current_gen(c), method, params, timeout_ms, cancel, result, rpc_code, err,
+  int rc = request_on(c, current_gen(c), owner, method, params, timeout_ms, cancel, result, rpc_code, err,
                       err_size);
   if (http_session_gone(rc)) {
     /* The HTTP session expired: re-initialize once and send it again. */
@@ -583,7 +775,7 @@ int dexa__mcp_request_cancellable(dexa__mcp_client *c, const char *method, cJSON
     pthread_mutex_unlock(&c->mu);
     rc = dexa__mcp_client_ensure(c, err, err_size);
     if (rc == DEXA_OK) {
-      rc = request_on(c, current_gen(c), method, copy, timeout_ms, cancel, result, rpc_code, err,
+      rc = request_on(c, current_gen(c), owner, method, copy, timeout_ms, cancel, result, rpc_code, err,
                       err_size);
       copy = NULL;
     }

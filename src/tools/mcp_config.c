@@ -106,9 +106,152 @@ static int parse_type(parse_ctx *p, const char *path, const cJSON *v, int *trans
   return DEXA_OK;
 }
 
+static int is_one_of(const char *v, const char *const *list) {
+  for (size_t i = 0; v && list[i]; i++)
+    if (strcmp(v, list[i]) == 0) return 1;
+  return 0;
+}
+
+static int parse_roots(parse_ctx *p, dexa__mcp_server_cfg *s, const char *path, const cJSON *e) {
+  if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) > 64)
+    return fail(p, DEXA_E_INVALID_ARG, "%s: must be an array of at most 64 roots", path);
+  s->roots = calloc((size_t)cJSON_GetArraySize(e) + 1, sizeof *s->roots);
+  if (!s->roots) return DEXA_E_NOMEM;
+  for (const cJSON *r = e->child; r; r = r->next) {
+    const char *uri = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "uri"));
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(r, "name");
+    int members = cJSON_IsObject(r) ? cJSON_GetArraySize(r) : -1;
+    if (!uri || strncmp(uri, "file://", 7) != 0 || (name && !cJSON_IsString(name)) ||
+        members != 1 + (name != NULL))
+      return fail(p, DEXA_E_INVALID_ARG, "%s[%zu]: a root is {\"uri\":\"file://...\",\"name\"?:\"...\"}",
+                  path, s->rootc);
+    dexa__mcp_root *root = &s->roots[s->rootc++];
+    root->uri = strdup(uri);
+    root->name = name ? strdup(name->valuestring) : NULL;
+    if (!root->uri || (name && !root->name)) return DEXA_E_NOMEM;
+  }
+  return DEXA_OK;
+}
+
+static const char *const auth_strings[] = {
+    "clientId", "clientSecret", "clientMetadataUrl", "clientName", "redirectUri", "scopes",
+    "tokenEndpointAuthMethod", "privateKey", "privateKeyFile", "signingAlgorithm", NULL};
+
+static char **auth_slot(dexa__mcp_auth_cfg *a, const char *k) {
+  char **slots[] = {&a->client_id,    &a->client_secret, &a->client_metadata_url, &a->client_name,
+                    &a->redirect_uri, &a->scopes,        &a->auth_method,         &a->private_key,
+                    &a->private_key_file, &a->signing_alg};
+  for (size_t i = 0; auth_strings[i]; i++)
+    if (strcmp(k, auth_strings[i]) == 0) return slots[i];
+  return NULL;
+}
+
+static int parse_idp(parse_ctx *p, dexa__mcp_auth_cfg *a, const char *path, const cJSON *e) {
+  if (!cJSON_IsObject(e)) return fail(p, DEXA_E_INVALID_ARG, "%s: must be an object", path);
+  static const char *const keys[] = {"tokenEndpoint", "clientId", "clientSecret", "idToken", "idTokenFile", NULL};
+  char **slots[] = {&a->idp_token_endpoint, &a->idp_client_id, &a->idp_client_secret, &a->idp_id_token,
+                    &a->idp_id_token_file};
+  for (const cJSON *m = e->child; m; m = m->next) {
+    size_t i = 0;
+    while (keys[i] && strcmp(keys[i], m->string)) i++;
+    if (!keys[i])
+      return fail(p, DEXA_E_UNKNOWN_KEY, "%s.%.64s: unknown key (known: tokenEndpoint, clientId, "
+                  "clientSecret, idToken, idTokenFile)", path, m->string);
+    char kpath[400];
+    snprintf(kpath, sizeof kpath, "%.300s.%s", path, keys[i]);
+    if (*slots[i]) return fail(p, DEXA_E_INVALID_ARG, "%s: listed twice", kpath);
+    int rc = get_string(p, kpath, m, slots[i]);
+    if (rc != DEXA_OK) return rc;
+  }
+  if (!a->idp_token_endpoint || !a->idp_client_id || (!a->idp_id_token == !a->idp_id_token_file))
+    return fail(p, DEXA_E_INVALID_ARG, "%s: needs tokenEndpoint, clientId and one of idToken, idTokenFile", path);
+  return DEXA_OK;
+}
+
+static int parse_auth(parse_ctx *p, dexa__mcp_auth_cfg *a, const char *path, const cJSON *e) {
+  static const char *const grants[] = {"authorization_code", "client_credentials", "enterprise", NULL};
+  static const char *const methods[] = {"client_secret_basic", "client_secret_post", "none", "private_key_jwt", NULL};
+  static const char *const algs[] = {"ES256", "RS256", NULL};
+  if (!cJSON_IsObject(e)) return fail(p, DEXA_E_INVALID_ARG, "%s: must be an object", path);
+  const char *dup;
+  if (dup_keys(e, &dup)) return fail(p, DEXA_E_INVALID_ARG, "%s.%s: listed twice", path, dup);
+  a->enabled = 1;
+  for (const cJSON *m = e->child; m; m = m->next) {
+    char kpath[400];
+    snprintf(kpath, sizeof kpath, "%.300s.%.64s", path, m->string);
+    char **slot = auth_slot(a, m->string);
+    int rc = DEXA_OK;
+    if (slot) rc = get_string(p, kpath, m, slot);
+    else if (strcmp(m->string, "grant") == 0) {
+      const char *g = cJSON_GetStringValue(m);
+      if (!is_one_of(g, grants))
+        return fail(p, DEXA_E_INVALID_ARG, "%s: must be \"authorization_code\", \"client_credentials\" or \"enterprise\"", kpath);
+      a->grant = !strcmp(g, "client_credentials") ? DEXA__MCP_GRANT_CLIENT_CREDENTIALS
+                 : !strcmp(g, "enterprise")       ? DEXA__MCP_GRANT_ENTERPRISE
+                                                  : DEXA__MCP_GRANT_CODE;
+    } else if (strcmp(m->string, "idp") == 0) {
+      rc = parse_idp(p, a, kpath, m);
+    } else {
+      return fail(p, DEXA_E_UNKNOWN_KEY,
+                  "%s: unknown key (known: grant, clientId, clientSecret, clientMetadataUrl, "
+                  "clientName, redirectUri, scopes, tokenEndpointAuthMethod, privateKey, "
+                  "privateKeyFile, signingAlgorithm, idp)", kpath);
+    }
+    if (rc != DEXA_OK) return rc;
+  }
+  if (a->auth_method && !is_one_of(a->auth_method, methods))
+    return fail(p, DEXA_E_INVALID_ARG, "%s.tokenEndpointAuthMethod: must be client_secret_basic, "
+                "client_secret_post, none or private_key_jwt", path);
+  if (a->signing_alg && !is_one_of(a->signing_alg, algs))
+    return fail(p, DEXA_E_INVALID_ARG, "%s.signingAlgorithm: must be ES256 or RS256", path);
+  if (a->private_key && a->private_key_file)
+    return fail(p, DEXA_E_INVALID_ARG, "%s: privateKey and privateKeyFile exclude each other", path);
+  const char *urls[] = {a->client_metadata_url, a->redirect_uri, a->idp_token_endpoint};
+  for (size_t i = 0; i < 3; i++)
+    if (urls[i] && strncmp(urls[i], "http://", 7) && strncmp(urls[i], "https://", 8))
+      return fail(p, DEXA_E_INVALID_ARG, "%s: clientMetadataUrl, redirectUri and idp.tokenEndpoint "
+                  "are http:// or https:// URLs", path);
+  if (a->grant == DEXA__MCP_GRANT_CLIENT_CREDENTIALS && (!a->client_id || (!a->client_secret && !a->private_key && !a->private_key_file)))
+    return fail(p, DEXA_E_INVALID_ARG, "%s: client_credentials needs clientId and clientSecret or a private key", path);
+  if (a->grant == DEXA__MCP_GRANT_ENTERPRISE && (!a->client_id || !a->idp_token_endpoint))
+    return fail(p, DEXA_E_INVALID_ARG, "%s: enterprise needs clientId and idp", path);
+  if (a->grant != DEXA__MCP_GRANT_ENTERPRISE && a->idp_token_endpoint)
+    return fail(p, DEXA_E_INVALID_ARG, "%s.idp: only for the enterprise grant", path);
+  return DEXA_OK;
+}
+
 static int parse_member(parse_ctx *p, dexa__mcp_server_cfg *s, const char *path, const cJSON *e,
                         int *type) {
   const char *k = e->string;
+  if (strcmp(k, "elicitation") == 0) {
+    if (!cJSON_IsBool(e)) return fail(p, DEXA_E_INVALID_ARG, "%s: must be true or false", path);
+    s->elicitation = cJSON_IsTrue(e);
+    return DEXA_OK;
+  }
+  if (strcmp(k, "sampling") == 0) {
+    static const char *const modes[] = {"off", "ask", "auto", NULL};
+    const char *v = cJSON_GetStringValue(e);
+    if (!is_one_of(v, modes)) return fail(p, DEXA_E_INVALID_ARG, "%s: must be \"off\", \"ask\" or \"auto\"", path);
+    s->sampling = !strcmp(v, "ask") ? DEXA__MCP_SAMPLING_ASK : !strcmp(v, "auto") ? DEXA__MCP_SAMPLING_AUTO : DEXA__MCP_SAMPLING_OFF;
+    return DEXA_OK;
+  }
+  if (strcmp(k, "roots") == 0) return parse_roots(p, s, path, e);
+  if (strcmp(k, "logLevel") == 0) {
+    static const char *const levels[] = {"debug", "info", "notice", "warning", "error",
+                                         "critical", "alert", "emergency", NULL};
+    if (!is_one_of(cJSON_GetStringValue(e), levels))
+      return fail(p, DEXA_E_INVALID_ARG, "%s: must be an MCP log level (debug, info, notice, warning, "
+                  "error, critical, alert, emergency)", path);
+    return get_string(p, path, e, &s->log_level);
+  }
+  if (strcmp(k, "questionTimeoutMs") == 0) {
+    int64_t ms;
+    if (!dexa__json_exact_int(e, &ms) || ms < 1000 || ms > 86400000)
+      return fail(p, DEXA_E_INVALID_ARG, "%s: must be an integer from 1000 to 86400000", path);
+    s->question_timeout_ms = ms;
+    return DEXA_OK;
+  }
+  if (strcmp(k, "auth") == 0) return parse_auth(p, &s->auth, path, e);
   if (strcmp(k, "type") == 0 || strcmp(k, "transport") == 0) return parse_type(p, path, e, type);
   if (strcmp(k, "command") == 0) return get_string(p, path, e, &s->command);
   if (strcmp(k, "cwd") == 0) return get_string(p, path, e, &s->cwd);
@@ -158,7 +301,8 @@ static int parse_member(parse_ctx *p, dexa__mcp_server_cfg *s, const char *path,
   }
   return fail(p, DEXA_E_UNKNOWN_KEY,
               "%s: unknown key (known: type, command, args, env, cwd, url, headers, "
-              "trustAnnotations, timeoutMs, protocolVersion, resourceAndPromptTools)",
+              "trustAnnotations, timeoutMs, protocolVersion, resourceAndPromptTools, "
+              "elicitation, sampling, roots, logLevel, questionTimeoutMs, auth)",
               path);
 }
 
@@ -175,6 +319,7 @@ static int parse_server(parse_ctx *p, dexa__mcp_server_cfg *s, const cJSON *obj)
   if (dup_keys(obj, &dup)) return fail(p, DEXA_E_INVALID_ARG, "%s.%s: listed twice", path, dup);
   if (!(s->name = strdup(obj->string))) return DEXA_E_NOMEM;
   s->timeout_ms = DEXA__MCP_DEFAULT_TIMEOUT_MS;
+  s->question_timeout_ms = DEXA__MCP_QUESTION_TIMEOUT_MS;
   int type = 0;
   for (const cJSON *e = obj->child; e; e = e->next) {
     char kpath[256];
@@ -194,6 +339,9 @@ static int parse_server(parse_ctx *p, dexa__mcp_server_cfg *s, const cJSON *obj)
     return fail(p, DEXA_E_INVALID_ARG, "%s.headers: only for http servers", path);
   if (transport == DEXA__MCP_HTTP && (s->args || s->env || s->cwd))
     return fail(p, DEXA_E_INVALID_ARG, "%s: args, env and cwd are only for stdio servers", path);
+  if (transport == DEXA__MCP_STDIO && s->auth.enabled)
+    return fail(p, DEXA_E_INVALID_ARG, "%s.auth: only for http servers (stdio servers take "
+                "credentials from env)", path);
   s->transport = transport;
   return DEXA_OK;
 }
@@ -267,6 +415,10 @@ DEXA_EXTERN int dexa_mcp_config_load(dexa_mcp_config **out, const char *path, co
   free(text);
   if (!root) return fail(&p, DEXA_E_INVALID_JSON, "%s: not valid JSON", path ? path : "configuration");
   dexa_mcp_config *cfg = calloc(1, sizeof *cfg);
+  if (cfg && !(cfg->host = dexa__mcp_host_new())) {
+    free(cfg);
+    cfg = NULL;
+  }
   rc = cfg ? parse_config(&p, cfg, root) : DEXA_E_NOMEM;
   cJSON_Delete(root);
   if (rc == DEXA_E_NOMEM) fail(&p, rc, "out of memory");
@@ -297,6 +449,18 @@ void dexa__mcp_server_cfg_free(dexa__mcp_server_cfg *s) {
   free(s->url);
   free_kv(s->headers, s->headerc);
   free(s->protocol_version);
+  for (size_t i = 0; s->roots && i < s->rootc; i++) {
+    free(s->roots[i].uri);
+    free(s->roots[i].name);
+  }
+  free(s->roots);
+  free(s->log_level);
+  dexa__mcp_auth_cfg *a = &s->auth;
+  char *strs[] = {a->client_id, a->client_secret, a->client_metadata_url, a->client_name,
+                  a->redirect_uri, a->scopes, a->auth_method, a->private_key, a->private_key_file,
+                  a->signing_alg, a->idp_token_endpoint, a->idp_client_id, a->idp_client_secret,
+                  a->idp_id_token, a->idp_id_token_file};
+  for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) free(strs[i]);
   memset(s, 0, sizeof *s);
 }
 
@@ -331,6 +495,33 @@ int dexa__mcp_server_cfg_copy(dexa__mcp_server_cfg *dst, const dexa__mcp_server_
   dst->protocol_version = dup_or_null(src->protocol_version, &oom);
   dst->env = copy_kv(src->env, src->envc, &oom);
   dst->headers = copy_kv(src->headers, src->headerc, &oom);
+  dst->log_level = dup_or_null(src->log_level, &oom);
+  dst->roots = NULL;
+  if (src->roots) {
+    dst->roots = calloc(src->rootc + 1, sizeof *dst->roots);
+    if (!dst->roots) oom = 1;
+    for (size_t i = 0; dst->roots && i < src->rootc; i++) {
+      dst->roots[i].uri = dup_or_null(src->roots[i].uri, &oom);
+      dst->roots[i].name = dup_or_null(src->roots[i].name, &oom);
+    }
+  }
+  dexa__mcp_auth_cfg *da = &dst->auth;
+  const dexa__mcp_auth_cfg *sa = &src->auth;
+  da->client_id = dup_or_null(sa->client_id, &oom);
+  da->client_secret = dup_or_null(sa->client_secret, &oom);
+  da->client_metadata_url = dup_or_null(sa->client_metadata_url, &oom);
+  da->client_name = dup_or_null(sa->client_name, &oom);
+  da->redirect_uri = dup_or_null(sa->redirect_uri, &oom);
+  da->scopes = dup_or_null(sa->scopes, &oom);
+  da->auth_method = dup_or_null(sa->auth_method, &oom);
+  da->private_key = dup_or_null(sa->private_key, &oom);
+  da->private_key_file = dup_or_null(sa->private_key_file, &oom);
+  da->signing_alg = dup_or_null(sa->signing_alg, &oom);
+  da->idp_token_endpoint = dup_or_null(sa->idp_token_endpoint, &oom);
+  da->idp_client_id = dup_or_null(sa->idp_client_id, &oom);
+  da->idp_client_secret = dup_or_null(sa->idp_client_secret, &oom);
+  da->idp_id_token = dup_or_null(sa->idp_id_token, &oom);
+  da->idp_id_token_file = dup_or_null(sa->idp_id_token_file, &oom);
   dst->args = NULL;
   if (src->args) {
     dst->args = calloc(src->argc + 1, sizeof *dst->args);
@@ -348,6 +539,7 @@ DEXA_EXTERN void dexa_mcp_config_free(dexa_mcp_config *config) {
   if (!config) return;
   for (size_t i = 0; i < config->count; i++) dexa__mcp_server_cfg_free(&config->servers[i]);
   free(config->servers);
+  dexa__mcp_host_unref(config->host);
   free(config);
 }
 
@@ -357,6 +549,56 @@ static void put_redacted(dexa__buf *b, const char *key, const dexa__mcp_kv *kv, 
     if (i) dexa__buf_putc(b, ',');
     dexa__buf_json_cstr(b, kv[i].key);
     dexa__buf_puts(b, ":\"" REDACTED "\"");
+  }
+  dexa__buf_putc(b, '}');
+}
+
+static void put_opt(dexa__buf *b, const char *key, const char *v, int secret) {
+  if (!v) return;
+  dexa__buf_printf(b, ",\"%s\":", key);
+  if (secret) dexa__buf_puts(b, "\"" REDACTED "\"");
+  else dexa__buf_json_cstr(b, v);
+}
+
+/* Elicitation, sampling, roots, logging and auth (secrets redacted). */
+static void put_features(dexa__buf *b, const dexa__mcp_server_cfg *s) {
+  static const char *const sampling[] = {"off", "ask", "auto"};
+  static const char *const grants[] = {"authorization_code", "client_credentials", "enterprise"};
+  dexa__buf_printf(b, ",\"elicitation\":%s,\"sampling\":\"%s\",\"questionTimeoutMs\":%lld",
+                   s->elicitation ? "true" : "false", sampling[s->sampling],
+                   (long long)s->question_timeout_ms);
+  put_opt(b, "logLevel", s->log_level, 0);
+  if (s->roots) {
+    dexa__buf_puts(b, ",\"roots\":[");
+    for (size_t i = 0; i < s->rootc; i++) {
+      dexa__buf_puts(b, i ? ",{\"uri\":" : "{\"uri\":");
+      dexa__buf_json_cstr(b, s->roots[i].uri);
+      put_opt(b, "name", s->roots[i].name, 0);
+      dexa__buf_putc(b, '}');
+    }
+    dexa__buf_putc(b, ']');
+  }
+  const dexa__mcp_auth_cfg *a = &s->auth;
+  if (!a->enabled) return;
+  dexa__buf_printf(b, ",\"auth\":{\"grant\":\"%s\"", grants[a->grant]);
+  put_opt(b, "clientId", a->client_id, 0);
+  put_opt(b, "clientSecret", a->client_secret, 1);
+  put_opt(b, "clientMetadataUrl", a->client_metadata_url, 0);
+  put_opt(b, "clientName", a->client_name, 0);
+  put_opt(b, "redirectUri", a->redirect_uri, 0);
+  put_opt(b, "scopes", a->scopes, 0);
+  put_opt(b, "tokenEndpointAuthMethod", a->auth_method, 0);
+  put_opt(b, "privateKey", a->private_key, 1);
+  put_opt(b, "privateKeyFile", a->private_key_file, 0);
+  put_opt(b, "signingAlgorithm", a->signing_alg, 0);
+  if (a->idp_token_endpoint) {
+    dexa__buf_puts(b, ",\"idp\":{\"tokenEndpoint\":");
+    dexa__buf_json_cstr(b, a->idp_token_endpoint);
+    put_opt(b, "clientId", a->idp_client_id, 0);
+    put_opt(b, "clientSecret", a->idp_client_secret, 1);
+    put_opt(b, "idToken", a->idp_id_token, 1);
+    put_opt(b, "idTokenFile", a->idp_id_token_file, 0);
+    dexa__buf_putc(b, '}');
   }
   dexa__buf_putc(b, '}');
 }
@@ -396,8 +638,10 @@ DEXA_EXTERN int dexa_mcp_config_redacted_json(const dexa_mcp_config *config, cha
     dexa__buf_printf(&b, ",\"trustAnnotations\":%s,\"timeoutMs\":%lld,\"protocolVersion\":\"%s\"",
                      s->trust_annotations ? "true" : "false", (long long)s->timeout_ms,
                      s->protocol_version ? s->protocol_version : "auto");
-    dexa__buf_printf(&b, ",\"resourceAndPromptTools\":%s}",
+    dexa__buf_printf(&b, ",\"resourceAndPromptTools\":%s",
                      s->resource_and_prompt_tools ? "true" : "false");
+    put_features(&b, s);
+    dexa__buf_putc(&b, '}');
   }
   dexa__buf_puts(&b, "}}");
   if (b.oom) {

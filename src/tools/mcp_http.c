@@ -9,7 +9,13 @@
  * Mcp-Method and Mcp-Name instead of a session.
  *
  * No standalone GET listen stream is opened: tool lists of HTTP servers are
- * cached for a short time instead (mcp_source.c). */
+ * cached for a short time instead (mcp_source.c).
+ *
+ * Authorization: the OAuth client's access token goes on every request
+ * (unless the configuration sets its own Authorization header); a 401, or
+ * a 403 whose WWW-Authenticate asks for more scope, comes back as
+ * DEXA_E_AUTH with the challenge for mcp_oauth.c. Token values never go
+ * into an error message. */
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +26,7 @@
 #include "dexagents/errors.h"
 #include "util/curl_global.h"
 #include "tools/mcp_internal.h"
+#include "tools/mcp_oauth.h"
 
 #define MAX_RESUMES 50
 #define DEFAULT_RETRY_MS 1000
@@ -27,7 +34,13 @@
 struct dexa__mcp_http {
   dexa__mcp_client *c;
   pthread_mutex_t mu;
+  pthread_cond_t cv;
   char *session_id;
+  /* The GET listen stream (dexa__mcp_http_listen), guarded by mu. */
+  int listening;     /* its thread runs */
+  int listen_state;  /* 0 connecting, 1 open, 2 refused by the server */
+  int listen_joined; /* the thread was joined (or never started) */
+  pthread_t listener;
 };
 
 int dexa__mcp_http_new(dexa__mcp_http **out, dexa__mcp_client *c) {
@@ -36,13 +49,22 @@ int dexa__mcp_http_new(dexa__mcp_http **out, dexa__mcp_client *c) {
   if (!h) return DEXA_E_NOMEM;
   h->c = c;
   pthread_mutex_init(&h->mu, NULL);
+  pthread_cond_init(&h->cv, NULL);
+  h->listen_joined = 1;
   *out = h;
   return DEXA_OK;
 }
 
 void dexa__mcp_http_free(dexa__mcp_http *h) {
   if (!h) return;
+  /* The listener ends on its own once no tool call is in flight. */
+  pthread_mutex_lock(&h->mu);
+  int join = !h->listen_joined;
+  h->listen_joined = 1;
+  pthread_mutex_unlock(&h->mu);
+  if (join) pthread_join(h->listener, NULL);
   free(h->session_id);
+  pthread_cond_destroy(&h->cv);
   pthread_mutex_destroy(&h->mu);
   free(h);
 }
@@ -77,6 +99,8 @@ typedef struct xfer {
   int got_response;
   int too_large;
   int timed_out;
+  char www_auth[2048]; /* the WWW-Authenticate of a refusal */
+  int listen;          /* the GET listen stream: open while tool calls run */
   int stopped; /* the caller asked the request to stop */
 } xfer;
 
@@ -84,22 +108,16 @@ typedef struct xfer {
  * for); *deadline receives its current deadline (progress moves it). */
 static int response_done(dexa__mcp_client *c, const char *id, int64_t *deadline) {
   if (!id[0]) return 0;
-  pthread_mutex_lock(&c->mu);
-  int done = 1;
-  for (dexa__mcp_pending *p = c->pending; p; p = p->next)
-    if (strcmp(p->id, id) == 0) {
-      done = p->done;
-      if (deadline) *deadline = p->deadline_ms;
-    }
-  pthread_mutex_unlock(&c->mu);
-  return done;
+  int64_t d = dexa__mcp_request_deadline(c, id); /* 0: answered or no longer waited for */
+  if (deadline && d) *deadline = d;
+  return d == 0;
 }
 
 static int on_sse_event(void *ud, const dexa__sse_event *ev) {
   xfer *x = ud;
   if (ev->data_len == 0) return 0; /* priming event (id only) */
   if (ev->event[0] && strcmp(ev->event, "message") != 0) return 0;
-  dexa__mcp_client_on_message(x->h->c, x->gen, ev->data, ev->data_len);
+  dexa__mcp_client_on_message(x->h->c, x->gen, x->wait_id, ev->data, ev->data_len);
   if (response_done(x->h->c, x->wait_id, NULL)) {
     x->got_response = 1;
     return 1; /* stop reading: the server should end the stream now anyway */
@@ -123,6 +141,29 @@ static size_t on_header(char *buf, size_t size, size_t n, void *ud) {
   } else if (kl == 14 && strncasecmp(buf, "mcp-session-id", 14) == 0 && vl < sizeof x->session_id) {
     memcpy(x->session_id, v, vl);
     x->session_id[vl] = '\0';
+  } else if (kl == 16 && strncasecmp(buf, "www-authenticate", 16) == 0 && vl < sizeof x->www_auth) {
+    memcpy(x->www_auth, v, vl);
+    x->www_auth[vl] = '\0';
+  }
+  return len;
+}
+
+/* Header lines of the listen stream: once it is a 200 event stream, a
+ * tool call may start (the server only sends there while it is open). */
+static size_t on_listen_header(char *buf, size_t size, size_t n, void *ud) {
+  xfer *x = ud;
+  size_t len = on_header(buf, size, n, ud);
+  if (len > 5 && strncmp(buf, "HTTP/", 5) == 0) {
+    const char *sp = memchr(buf, ' ', len);
+    x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+  }
+  if ((len == 2 && buf[0] == '\r') || (len == 1 && buf[0] == '\n')) { /* the end of the headers */
+    dexa__mcp_http *h = x->h;
+    int open = x->status == 200 && strncasecmp(x->content_type, "text/event-stream", 17) == 0;
+    pthread_mutex_lock(&h->mu);
+    h->listen_state = open ? 1 : 2;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
   }
   return len;
 }
@@ -135,6 +176,7 @@ static size_t on_body(char *buf, size_t size, size_t n, void *ud) {
               : strncasecmp(x->content_type, "application/json", 16) == 0 ? 1
                                                                              : 3;
   }
+  if (x->listen && x->mode != 2) return 0; /* not a stream: the server has none to offer */
   if (x->mode == 2) {
     int rc = dexa__sse_feed(&x->sse, buf, len);
     if (rc < 0) x->too_large = 1;
@@ -148,15 +190,25 @@ static size_t on_body(char *buf, size_t size, size_t n, void *ud) {
   return x->body.oom ? 0 : len;
 }
 
+/* 1 while the listen stream of generation gen is wanted: a tool call runs. */
+static int listen_wanted(dexa__mcp_client *c, uint64_t gen) {
+  pthread_mutex_lock(&c->mu);
+  int wanted = c->runners > 0 && !c->closing && c->generation == gen;
+  pthread_mutex_unlock(&c->mu);
+  return wanted;
+}
+
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
   xfer *x = ud;
-  int64_t soft = x->deadline_ms; /* the request's own deadline, moved on by progress */
-  if (response_done(x->h->c, x->wait_id, &soft) && x->wait_id[0]) {
+  if (x->listen) return listen_wanted(x->h->c, x->gen) ? 0 : 1;
+  /* A request's deadline as it stands (progress and an open question move
+   * it); a notification's is fixed. */
+  int64_t until = x->deadline_ms;
+  if (x->wait_id[0] && response_done(x->h->c, x->wait_id, &until)) {
     x->got_response = 1;
     return 1;
   }
-  int64_t now = dexa__mcp_now_ms();
-  if (now >= x->deadline_ms || now >= soft) {
+  if (dexa__mcp_now_ms() >= until) {
     x->timed_out = 1;
     return 1;
   }
@@ -186,6 +238,13 @@ static struct curl_slist *common_headers(dexa__mcp_http *h, const char *session,
   if (!l) return NULL;
   for (size_t i = 0; i < c->cfg.headerc; i++)
     if (!(l = add_header(l, c->cfg.headers[i].key, c->cfg.headers[i].value))) return NULL;
+  char *bearer = c->oauth ? dexa__mcp_oauth_bearer(c) : NULL;
+  if (bearer) {
+    l = add_header(l, "Authorization", bearer);
+    memset(bearer, 0, strlen(bearer));
+    free(bearer);
+    if (!l) return NULL;
+  }
   const char *version = c->era == DEXA__MCP_ERA_MODERN ? "2026-07-28" : c->version;
   if (version[0] && !(method && strcmp(method, "initialize") == 0))
     if (!(l = add_header(l, "MCP-Protocol-Version", version))) return NULL;
@@ -200,10 +259,13 @@ static CURLcode perform(xfer *x, const char *url, struct curl_slist *headers, co
   if (!curl) return CURLE_FAILED_INIT;
   int64_t left = x->deadline_ms - dexa__mcp_now_ms();
   if (left < 1) left = 1;
+  /* A request's stream may outlive its first deadline (progress, an open
+   * question): on_progress enforces the deadline as it stands. */
+  if (x->wait_id[0]) left = 30LL * 24 * 3600 * 1000;
   curl_easy_setopt(curl, CURLOPT_URL, url);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, x->listen ? on_listen_header : on_header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, x);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, x);
@@ -242,6 +304,7 @@ static void xfer_reset(xfer *x) { /* keeps the SSE last id and retry */
   x->mode = 0;
   x->status = 0;
   x->content_type[0] = '\0';
+  x->www_auth[0] = '\0';
 }
 
 static void xfer_free(xfer *x) {
@@ -270,7 +333,7 @@ static int classify(xfer *x, CURLcode cc, int had_session, char *err, size_t err
     return DEXA_E_TIMEOUT;
   }
   if (x->mode == 1 && x->body.len) { /* a JSON body, whatever the status */
-    dexa__mcp_client_on_message(x->h->c, x->gen, x->body.data, x->body.len);
+    dexa__mcp_client_on_message(x->h->c, x->gen, x->wait_id, x->body.data, x->body.len);
     if (response_done(x->h->c, x->wait_id, NULL)) return DEXA_OK;
   }
   if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR) {
@@ -281,6 +344,11 @@ static int classify(xfer *x, CURLcode cc, int had_session, char *err, size_t err
                            strstr(x->body.data, "ession"))) {
     snprintf(err, err_size, "HTTP %ld: the session is gone", x->status);
     return had_session ? DEXA_E_NOT_FOUND : DEXA_E_PERMANENT;
+  }
+  if (x->status == 401 || (x->status == 403 && strstr(x->www_auth, "insufficient_scope"))) {
+    snprintf(err, err_size, "HTTP %ld: the server needs %s", x->status,
+             x->status == 401 ? "authorization" : "more scope");
+    return DEXA_E_AUTH;
   }
   if (x->status >= 400) {
     snprintf(err, err_size, "HTTP %ld%s%.200s", x->status, x->body.len ? ": " : "",
@@ -295,6 +363,14 @@ static int classify(xfer *x, CURLcode cc, int had_session, char *err, size_t err
 int dexa__mcp_http_post(dexa__mcp_http *h, uint64_t generation, const char *body,
                         const char *wait_id, const char *method, const char *name,
                         int64_t deadline_ms, char *err, size_t err_size) {
+  return dexa__mcp_http_post_auth(h, generation, body, wait_id, method, name, deadline_ms, NULL,
+                                  err, err_size);
+}
+
+int dexa__mcp_http_post_auth(dexa__mcp_http *h, uint64_t generation, const char *body,
+                             const char *wait_id, const char *method, const char *name,
+                             int64_t deadline_ms, dexa__mcp_http_auth *auth, char *err,
+                             size_t err_size) {
   dexa__mcp_client *c = h->c;
   char *session = c->era == DEXA__MCP_ERA_MODERN ? NULL : session_copy(h);
   struct curl_slist *hd = common_headers(h, session, method, "application/json, text/event-stream");
@@ -324,12 +400,17 @@ int dexa__mcp_http_post(dexa__mcp_http *h, uint64_t generation, const char *body
     pthread_mutex_unlock(&h->mu);
   }
   int rc = classify(&x, cc, session != NULL, err, err_size);
+  if (rc == DEXA_E_AUTH && auth) {
+    auth->status = x.status;
+    snprintf(auth->challenge, sizeof auth->challenge, "%s", x.www_auth);
+  }
   /* An SSE stream that ended early with an event id is resumed by GET. */
   for (int i = 0; rc == DEXA_E_IO && x.mode == 2 && x.sse.last_id[0] && wait_id[0] &&
                   c->era != DEXA__MCP_ERA_MODERN && i < MAX_RESUMES;
        i++) {
     int64_t wait = x.sse.retry_ms >= 0 ? x.sse.retry_ms : DEFAULT_RETRY_MS;
-    if (dexa__mcp_now_ms() + wait >= x.deadline_ms) {
+    int64_t until = dexa__mcp_request_deadline(c, wait_id);
+    if (!until || dexa__mcp_now_ms() + wait >= until) {
       rc = DEXA_E_TIMEOUT;
       snprintf(err, err_size, "no response within the timeout");
       break;
@@ -352,6 +433,80 @@ int dexa__mcp_http_post(dexa__mcp_http *h, uint64_t generation, const char *body
   free(session);
   xfer_free(&x);
   return rc;
+}
+
+/* The listen stream (GET): a legacy-era server sends its own requests
+ * there when they are not tied to one of ours (server.request() in the TS
+ * SDK, an elicitation sent from a tool handler included); we attribute
+ * them to the one tool call in flight. Open while tool calls run, resumed
+ * with Last-Event-ID when the server ends it; a server that answers 405
+ * (or anything but an event stream) has none, and is not asked again. */
+static void *listen_main(void *arg) {
+  dexa__mcp_http *h = arg;
+  dexa__mcp_client *c = h->c;
+  pthread_mutex_lock(&c->mu);
+  uint64_t gen = c->generation;
+  pthread_mutex_unlock(&c->mu);
+  xfer x;
+  xfer_init(&x, h, gen, "", dexa__mcp_now_ms() + 30LL * 24 * 3600 * 1000);
+  x.listen = 1;
+  int refused = 0;
+  while (!refused && listen_wanted(c, gen)) {
+    char *session = session_copy(h);
+    struct curl_slist *hd = common_headers(h, session, NULL, "text/event-stream");
+    if (hd && x.sse.last_id[0]) hd = add_header(hd, "Last-Event-ID", x.sse.last_id);
+    free(session);
+    if (!hd) break;
+    xfer_reset(&x);
+    perform(&x, c->cfg.url, hd, NULL, "GET");
+    curl_slist_free_all(hd);
+    refused = x.status != 200 || x.mode != 2;
+    pthread_mutex_lock(&h->mu);
+    if (h->listen_state == 0 || refused) h->listen_state = refused ? 2 : 1;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    for (int64_t t = 0; !refused && t < (x.sse.retry_ms >= 0 ? x.sse.retry_ms : DEFAULT_RETRY_MS) &&
+                        listen_wanted(c, gen); t += 100)
+      sleep_ms(100);
+  }
+  xfer_free(&x);
+  pthread_mutex_lock(&h->mu);
+  h->listening = 0;
+  if (!refused) h->listen_state = 0; /* a later call opens it again */
+  pthread_cond_broadcast(&h->cv);
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
+void dexa__mcp_http_listen(dexa__mcp_http *h, int64_t wait_ms) {
+  pthread_mutex_lock(&h->mu);
+  if (h->listen_state == 2) { /* refused: the server has no listen stream */
+    pthread_mutex_unlock(&h->mu);
+    return;
+  }
+  if (!h->listening) {
+    if (!h->listen_joined) {
+      pthread_t old = h->listener;
+      h->listen_joined = 1;
+      pthread_mutex_unlock(&h->mu);
+      pthread_join(old, NULL); /* it ended: its generation or its calls are over */
+      pthread_mutex_lock(&h->mu);
+    }
+    h->listen_state = 0;
+    if (pthread_create(&h->listener, NULL, listen_main, h) == 0) {
+      h->listening = 1;
+      h->listen_joined = 0;
+    }
+  }
+  int64_t until = dexa__mcp_now_ms() + wait_ms;
+  while (h->listening && h->listen_state == 0 && dexa__mcp_now_ms() < until) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+  }
+  pthread_mutex_unlock(&h->mu);
 }
 
 void dexa__mcp_http_end_session(dexa__mcp_http *h) {

@@ -23,7 +23,27 @@
  *
  * Tool lists are cached: a stdio server of the legacy era until it sends
  * notifications/tools/list_changed or restarts; HTTP and 2026-07-28 servers
- * (no listen stream) for the ttlMs they give, else 30 s. */
+ * (no listen stream) for the ttlMs they give, else 30 s.
+ *
+ * Asking the person (dexa_tool_output_ask): a server's elicitation, or a
+ * sampling request under "sampling": "ask", during a tools/call becomes a
+ * question; the call stays open on the server, parked (mcp_calls.c), and
+ * the answer's run of the Step takes it back and answers it, so the server
+ * call goes on and nothing runs twice. When the parked call is gone (the
+ * answer ran on another worker, the worker restarted, the question waited
+ * longer than questionTimeoutMs), a READ or IDEMPOTENT_WRITE call runs
+ * again from the start and every request it meets again is answered at once
+ * from the recorded answers (matched by content, in order); a WRITE does
+ * not run again (the server may have acted before it asked): its result
+ * says so, as an unknown outcome does.
+ *
+ * Sign-in: a server that refuses for want of OAuth authorization, where a
+ * person must sign in, makes the call ask a question whose url is the
+ * sign-in page (mcp_oauth.c); the server did nothing with a refused
+ * request, so the call runs again once the person signed in, writes too.
+ * When even the tool list is refused, the source offers one tool,
+ * "<server>__sign_in", whose call asks that question; the server's tools
+ * are listed at the next model call after the sign-in. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +51,9 @@
 #include "dexagents/errors.h"
 #include "util/json_num.h"
 #include "dexagents/tools.h"
+#include "tools/mcp_ask.h"
 #include "tools/mcp_internal.h"
+#include "tools/mcp_oauth.h"
 #include "iface/tool_source.h"
 
 #define LIST_TTL_MS 30000
@@ -40,6 +62,7 @@
 #define TOOL_LIST_RP "list_resources_and_prompts"
 #define TOOL_READ_RESOURCE "read_resource"
 #define TOOL_GET_PROMPT "get_prompt"
+#define TOOL_SIGN_IN "sign_in"
 
 typedef struct mcp_tool {
   char *original;
@@ -59,6 +82,7 @@ typedef struct mcp_source {
   uint64_t listed_generation;
   int64_t expires_ms; /* 0: until list_changed or restart */
   int listed;
+  dexa__mcp_parking parking; /* calls that wait for the person's answer */
 } mcp_source;
 
 /* ---- names ---- */
@@ -287,11 +311,30 @@ static int add_rp_tools(mcp_source *s, dexa_tool_list *list) {
   return DEXA_OK;
 }
 
+static const char sign_in_schema[] = "{\"type\":\"object\",\"properties\":{}}";
+
+/* The one tool of a server that refuses to list its tools until a person
+ * signs in: calling it asks for the sign-in. */
+static int add_sign_in_tool(mcp_source *s, dexa_tool_list *list) {
+  char name[65], desc[200];
+  snprintf(name, sizeof name, "%s__%s", s->client.cfg.name, TOOL_SIGN_IN);
+  snprintf(desc, sizeof desc,
+           "The MCP server %s needs the user to sign in before its tools can be used. Call this "
+           "to ask the user to sign in.",
+           s->client.cfg.name);
+  return dexa_tool_list_add(list, name, desc, sign_in_schema, strlen(sign_in_schema),
+                            DEXA_TOOL_READ, DEXA_APPROVAL_NONE);
+}
+
 static int list_tools(void *user_data, dexa_tool_list *list) {
   mcp_source *s = user_data;
   char err[600] = "";
   pthread_mutex_lock(&s->tools_mu);
   int rc = refresh(s, 0, err, sizeof err);
+  if (rc == DEXA_E_AUTH && dexa__mcp_oauth_can_sign_in(&s->client)) {
+    pthread_mutex_unlock(&s->tools_mu);
+    return add_sign_in_tool(s, list);
+  }
   for (size_t i = 0; rc == DEXA_OK && i < s->count; i++) {
     const mcp_tool *t = &s->tools[i];
     rc = dexa_tool_list_add(list, t->name, t->description, t->schema, strlen(t->schema), t->effect,
@@ -374,6 +417,7 @@ static int set_error(dexa_tool_output *out, int rc, const char *fmt, const char 
  * error or an oversized answer is this call's error for the model. */
 static int request_failed(dexa_tool_output *out, int rc, const char *err) {
   if (rc == DEXA_E_TOOL) return set_error(out, DEXA_OK, "%s", err);
+  if (rc == DEXA_E_AUTH) return set_error(out, DEXA_OK, "MCP server authorization: %s", err);
   if (rc == DEXA__MCP_E_STOPPED) /* recorded as the call's result, never retried */
     return set_error(out, DEXA_OK,
                      "MCP call cancelled (%s); it may or may not have taken effect", err);
@@ -523,54 +567,298 @@ static int find_tool(mcp_source *s, const char *name, char **original, char *err
   return rc;
 }
 
+/* ---- asking the person ---- */
+
+/* The answers of the invocation (a new array, never NULL unless out of
+ * memory). */
+static cJSON *answers_of(const dexa_tool_invocation *inv) {
+  const char *a;
+  size_t n;
+  dexa_tool_invocation_answers(inv, &a, &n);
+  cJSON *arr = cJSON_ParseWithLength(a, n);
+  if (!cJSON_IsArray(arr)) {
+    cJSON_Delete(arr);
+    arr = cJSON_CreateArray();
+  }
+  return arr;
+}
+
+static const char *last_key(const cJSON *answers) {
+  const cJSON *last = cJSON_GetArrayItem(answers, cJSON_GetArraySize(answers) - 1);
+  return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(last, "key"));
+}
+
+static int ask(dexa_tool_output *out, char *question) {
+  int rc = question ? dexa_tool_output_ask(out, question, strlen(question)) : DEXA_E_NOMEM;
+  free(question);
+  return rc;
+}
+
+/* A sign-in question for the call: the server refused for want of
+ * authorization and a person must sign in. */
+static int ask_sign_in(mcp_source *s, const dexa_tool_invocation *inv, const cJSON *answers,
+                       dexa_tool_output *out) {
+  char err[600] = "", *url = NULL;
+  int rc = dexa__mcp_oauth_begin(&s->client, dexa_tool_invocation_session_id(inv),
+                                 dexa_tool_invocation_call_id(inv), &url, err, sizeof err);
+  if (rc != DEXA_OK) return request_failed(out, rc, err);
+  int n = 0;
+  const cJSON *a;
+  cJSON_ArrayForEach(a, answers) {
+    const char *k = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "key"));
+    n += k && !strncmp(k, "auth:", 5);
+  }
+  char prompt[200], key[32];
+  snprintf(prompt, sizeof prompt, "Sign in to %s so the agent can use it.", s->client.cfg.name);
+  snprintf(key, sizeof key, "auth:%d", n + 1);
+  dexa__buf q;
+  dexa__buf_init(&q);
+  dexa__buf_puts(&q, "{\"prompt\":");
+  dexa__buf_json_cstr(&q, prompt);
+  dexa__buf_puts(&q, ",\"url\":");
+  dexa__buf_json_cstr(&q, url);
+  dexa__buf_puts(&q, ",\"purpose\":\"sign_in\",\"key\":");
+  dexa__buf_json_cstr(&q, key);
+  dexa__buf_putc(&q, '}');
+  free(url);
+  dexa__buf_cstr(&q);
+  return ask(out, q.oom ? (dexa__buf_free(&q), NULL) : dexa__buf_steal(&q, NULL));
+}
+
+/* 1 when the last answer refused a sign-in (declined, cancelled). */
+static int sign_in_refused(const cJSON *answers) {
+  const char *k = last_key(answers);
+  const cJSON *last = cJSON_GetArrayItem(answers, cJSON_GetArraySize(answers) - 1);
+  const char *action = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(last, "action"));
+  return k && !strncmp(k, "auth:", 5) && action && strcmp(action, "accept") != 0;
+}
+
+/* Answers one server request of the call: from the recorded answers, from
+ * the model (sampling), or by asking the person (returns 1: the call is
+ * parked and out holds the question). */
+static int handle_request(mcp_source *s, dexa__mcp_call *call, dexa__mcp_server_request *req,
+                          const dexa_tool_invocation *inv, const cJSON *answers,
+                          dexa_tool_output *out) {
+  dexa__mcp_client *c = &s->client;
+  const char *method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req->msg, "method"));
+  const cJSON *params = cJSON_GetObjectItemCaseSensitive(req->msg, "params");
+  char key[32];
+  dexa__mcp_request_key(req->msg, key, sizeof key);
+  int sampling = method && !strcmp(method, "sampling/createMessage");
+  const cJSON *answer = NULL;
+  if (!sampling || c->cfg.sampling == DEXA__MCP_SAMPLING_ASK) {
+    pthread_mutex_lock(&c->mu);
+    unsigned used = call->used;
+    pthread_mutex_unlock(&c->mu);
+    answer = dexa__mcp_find_answer(answers, key, &used);
+    pthread_mutex_lock(&c->mu);
+    call->used = used;
+    pthread_mutex_unlock(&c->mu);
+    if (!answer) { /* a new question: park the call with the request open */
+      const char *why = NULL;
+      char *q = sampling ? dexa__mcp_sampling_question(c->cfg.name, params, key)
+                         : dexa__mcp_elicitation_question(params, key, &why);
+      int rc = q || why ? DEXA_OK : DEXA_E_NOMEM;
+      if (q) rc = ask(out, q);
+      if (q && rc == DEXA_OK) {
+        dexa__mcp_park(&s->parking, call, req, c->cfg.question_timeout_ms);
+        return 1;
+      }
+      /* Not a question the session can show (or no memory): the server hears so. */
+      dexa__mcp_respond(c, req->generation, req->msg, NULL, why ? -32602 : -32603,
+                        why ? why : "out of memory");
+      dexa__mcp_server_request_free(req);
+      dexa__mcp_call_hold(call, 0);
+      return rc;
+    }
+  }
+  cJSON *result = NULL;
+  int64_t code = 0;
+  const char *message = NULL;
+  char why[300];
+  if (!sampling) {
+    result = dexa__mcp_elicitation_result(params, answer);
+  } else {
+    const char *allow = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(answer, "answer"));
+    char *request = dexa__mcp_sampling_request(params), *reply = NULL;
+    size_t n = 0;
+    int rc = DEXA_OK;
+    if (answer && (!allow || strcmp(allow, "Allow"))) code = -1, message = "User rejected sampling request";
+    else if (!request) code = -32602, message = "the sampling request has no messages";
+    else if ((rc = dexa_tool_invocation_sample(inv, request, strlen(request), &reply, &n)) != DEXA_OK) {
+      snprintf(why, sizeof why, "the model call failed: %s", dexa_strerror(rc));
+      code = -32603, message = why;
+    } else {
+      result = dexa__mcp_sampling_result(reply);
+    }
+    free(request);
+    dexa_free(reply);
+  }
+  if (!result && !message) code = -32603, message = "out of memory";
+  dexa__mcp_respond(c, req->generation, req->msg, result, code, message);
+  dexa__mcp_server_request_free(req);
+  dexa__mcp_call_hold(call, 0);
+  return 0;
+}
+
+/* Waits for the call, answering what the server asks meanwhile. Returns 1
+ * when the call was parked with a question (out holds it), 0 when it ended
+ * (call->done), or an error. */
+static int await_call(mcp_source *s, dexa__mcp_call *call, dexa__mcp_server_request *open,
+                      const dexa_tool_invocation *inv, const cJSON *answers,
+                      dexa_tool_output *out) {
+  int rc = open ? handle_request(s, call, open, inv, answers, out) : 0;
+  dexa__mcp_server_request *req = NULL;
+  while (rc == 0 && dexa__mcp_call_next(call, &req, invocation_stopped, (void *)inv))
+    rc = handle_request(s, call, req, inv, answers, out);
+  return rc;
+}
+
+/* ---- calling a tool ---- */
+
+/* "<server>__sign_in": signs in, then says the tools are there. */
+static int call_sign_in(mcp_source *s, const dexa_tool_invocation *inv, const cJSON *answers,
+                        dexa_tool_output *out) {
+  char err[600] = "";
+  if (sign_in_refused(answers))
+    return set_error(out, DEXA_OK, "The user did not sign in to %s.", s->client.cfg.name);
+  pthread_mutex_lock(&s->tools_mu);
+  int rc = refresh(s, 1, err, sizeof err);
+  pthread_mutex_unlock(&s->tools_mu);
+  if (rc == DEXA_E_AUTH && dexa__mcp_oauth_can_sign_in(&s->client)) return ask_sign_in(s, inv, answers, out);
+  if (rc != DEXA_OK) return request_failed(out, rc, err);
+  char text[300];
+  snprintf(text, sizeof text, "Signed in to %s: its tools are offered from the next step on.",
+           s->client.cfg.name);
+  return dexa_tool_output_set_text(out, text, strlen(text), 0);
+}
+
+/* The result of an ended call. */
+static int call_result(mcp_source *s, dexa__mcp_call *call, const dexa_tool_invocation *inv,
+                       const cJSON *answers, dexa_tool_output *out) {
+  dexa__mcp_client *c = &s->client;
+  pthread_mutex_lock(&c->mu);
+  int rc = call->rc;
+  cJSON *res = call->result;
+  call->result = NULL;
+  char err[600];
+  memcpy(err, call->err, sizeof err);
+  pthread_mutex_unlock(&c->mu);
+  if (rc == DEXA_E_AUTH && dexa__mcp_oauth_can_sign_in(c)) rc = ask_sign_in(s, inv, answers, out);
+  else if (rc != DEXA_OK) rc = request_failed(out, rc, err);
+  else if (res) rc = set_result(out, res);
+  cJSON_Delete(res);
+  return rc;
+}
+
+/* A call that ran before, asked, and whose server call this worker no
+ * longer holds: runs again from the start unless it is a WRITE that may
+ * have acted before it asked (0: go on). */
+static int lost_write(mcp_source *s, const dexa_tool_invocation *inv, const cJSON *answers,
+                      dexa_tool_output *out) {
+  const char *k = last_key(answers);
+  if (!k || !strncmp(k, "auth:", 5) || dexa_tool_invocation_effect(inv) != DEXA_TOOL_WRITE) return 0;
+  set_error(out, DEXA_OK,
+            "The outcome of this call is unknown: the MCP server %s asked the user for input "
+            "during it, and the call was lost while it waited (a worker restart or the question's "
+            "time ran out). It was not run again because it is a write; check its effect before "
+            "trying again.",
+            s->client.cfg.name);
+  return 1;
+}
+
 static int call_tool(void *user_data, const dexa_tool_invocation *inv, dexa_tool_output *out) {
   mcp_source *s = user_data;
   const char *name = dexa_tool_invocation_name(inv);
   size_t pl = strlen(s->client.cfg.name);
   if (!name || strncmp(name, s->client.cfg.name, pl) != 0 || strncmp(name + pl, "__", 2) != 0)
     return set_error(out, DEXA_OK, "unknown tool %s", name ? name : "");
-  char err[600] = "";
-  char *original = NULL;
-  int rc = find_tool(s, name, &original, err, sizeof err);
-  if (rc != DEXA_OK) return request_failed(out, rc, err);
-  if (!original) {
-    const char *rest = name + pl + 2;
-    if (s->client.cfg.resource_and_prompt_tools &&
-        (!strcmp(rest, TOOL_LIST_RP) || !strcmp(rest, TOOL_READ_RESOURCE) || !strcmp(rest, TOOL_GET_PROMPT)))
-      return call_rp_tool(s, rest, inv, out);
-    return set_error(out, DEXA_OK, "the MCP server no longer offers the tool %s", name);
-  }
-  cJSON *params = cJSON_CreateObject();
-  cJSON_AddStringToObject(params, "name", original);
-  cJSON_AddItemToObject(params, "arguments", parse_args(inv));
-  cJSON *meta = cJSON_AddObjectToObject(params, "_meta");
+  cJSON *answers = answers_of(inv);
+  if (!answers) return DEXA_E_NOMEM;
   const char *key = dexa_tool_invocation_idempotency_key(inv);
-  if (key) cJSON_AddStringToObject(meta, IDEMPOTENCY_META, key);
-  free(original);
-  cJSON *res = NULL;
-  rc = run_request(s, inv, "tools/call", params, &res, out, err, sizeof err);
-  if (rc == DEXA_OK && res) rc = set_result(out, res);
-  cJSON_Delete(res);
+  char err[600] = "";
+  int rc = DEXA_OK;
+  dexa__mcp_server_request *open = NULL;
+  dexa__mcp_call *call = key ? dexa__mcp_unpark(&s->parking, key, &open) : NULL;
+  if (!call && sign_in_refused(answers)) {
+    rc = set_error(out, DEXA_OK, "The user did not sign in to %s; the call did not run.", s->client.cfg.name);
+    goto done;
+  }
+  if (!call && lost_write(s, inv, answers, out)) goto done;
+  if (!call) {
+    char *original = NULL;
+    rc = find_tool(s, name, &original, err, sizeof err);
+    const char *rest = name + pl + 2;
+    if ((rc == DEXA_E_AUTH || (rc == DEXA_OK && !original)) && !strcmp(rest, TOOL_SIGN_IN)) {
+      rc = call_sign_in(s, inv, answers, out);
+      goto done;
+    }
+    if (rc == DEXA_E_AUTH && dexa__mcp_oauth_can_sign_in(&s->client)) {
+      rc = ask_sign_in(s, inv, answers, out);
+      goto done;
+    }
+    if (rc != DEXA_OK) {
+      rc = request_failed(out, rc, err);
+      goto done;
+    }
+    if (!original) {
+      if (s->client.cfg.resource_and_prompt_tools &&
+          (!strcmp(rest, TOOL_LIST_RP) || !strcmp(rest, TOOL_READ_RESOURCE) || !strcmp(rest, TOOL_GET_PROMPT)))
+        rc = call_rp_tool(s, rest, inv, out);
+      else
+        rc = set_error(out, DEXA_OK, "the MCP server no longer offers the tool %s", name);
+      goto done;
+    }
+    cJSON *params = cJSON_CreateObject();
+    cJSON_AddStringToObject(params, "name", original);
+    cJSON_AddItemToObject(params, "arguments", parse_args(inv));
+    cJSON *meta = cJSON_AddObjectToObject(params, "_meta");
+    if (key) cJSON_AddStringToObject(meta, IDEMPOTENCY_META, key);
+    free(original);
+    rc = dexa__mcp_client_ensure(&s->client, err, sizeof err);
+    if (rc == DEXA_OK) rc = dexa__mcp_call_start(&s->client, key, params, 0, &call);
+    else cJSON_Delete(params);
+    if (rc == DEXA_E_AUTH && dexa__mcp_oauth_can_sign_in(&s->client)) {
+      rc = ask_sign_in(s, inv, answers, out);
+      goto done;
+    }
+    if (rc != DEXA_OK) {
+      rc = request_failed(out, rc, err);
+      goto done;
+    }
+  }
+  rc = await_call(s, call, open, inv, answers, out);
+  if (rc == 1) { /* parked with a question: the parking holds the call now */
+    call = NULL;
+    rc = DEXA_OK;
+  } else if (rc == DEXA_OK) {
+    rc = call_result(s, call, inv, answers, out);
+  }
+done:
+  if (call) dexa__mcp_call_unref(call);
+  cJSON_Delete(answers);
   return rc;
 }
 
 static void destroy(void *user_data) {
   mcp_source *s = user_data;
+  dexa__mcp_parking_free(&s->parking);
   dexa__mcp_client_close(&s->client);
   free_tools(s);
   pthread_mutex_destroy(&s->tools_mu);
   free(s);
 }
 
-static int source_new(dexa_tool_source **out, const dexa__mcp_server_cfg *cfg) {
+static int source_new(dexa_tool_source **out, const dexa__mcp_server_cfg *cfg, dexa__mcp_host *host) {
   mcp_source *s = calloc(1, sizeof *s);
   if (!s) return DEXA_E_NOMEM;
-  int rc = dexa__mcp_client_init(&s->client, cfg);
+  int rc = dexa__mcp_client_init(&s->client, cfg, host);
   if (rc != DEXA_OK) {
     free(s);
     return rc;
   }
   pthread_mutex_init(&s->tools_mu, NULL);
+  dexa__mcp_parking_init(&s->parking);
   dexa_tool_source_vtable vt;
   dexa_tool_source_vtable_init(&vt, sizeof vt);
   vt.list_tools = list_tools;
@@ -592,7 +880,7 @@ DEXA_EXTERN int dexa_mcp_tool_sources_new(dexa_tool_source ***out, size_t *count
   dexa_tool_source **v = calloc(config->count ? config->count : 1, sizeof *v);
   if (!v) return DEXA_E_NOMEM;
   for (size_t i = 0; i < config->count; i++) {
-    int rc = source_new(&v[i], &config->servers[i]);
+    int rc = source_new(&v[i], &config->servers[i], config->host);
     if (rc != DEXA_OK) {
       dexa_mcp_tool_sources_free(v, i);
       return rc;

@@ -121,7 +121,7 @@ static void *reader_main(void *arg) {
       }
       size_t len = line.len;
       while (len && line.data[len - 1] == '\r') len--;
-      if (len) dexa__mcp_client_on_message(s->client, s->generation, line.data, len);
+      if (len) dexa__mcp_client_on_message(s->client, s->generation, "", line.data, len);
       dexa__buf_reset(&line);
     }
   }

@@ -18,7 +18,7 @@ BUILD=${BUILD:-build}
 APP=${AI_AGENT:-examples/ai-agent/ai-agent}
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 OUT=test/e2e/out
-BROWSER_TESTS=35 # the checks of ai_agent_browser.mjs, for the skipped count
+BROWSER_TESTS=37 # the checks of ai_agent_browser.mjs, for the skipped count
 
 skip_all() {
   if [[ -n ${CI:-} && ${2:-} != build-only ]]; then
@@ -54,6 +54,22 @@ trap 'e2e_stop_server; rm -rf "$tmp"' EXIT
 
 mkdir -p "$OUT"
 rm -f "$OUT"/*.png
+# An MCP server that wants OAuth and elicits (built with the official SDK):
+# the page's sign-in card and form questions. Without npm it is left out
+# (ai_agent_browser.mjs counts its two checks skipped; failed under CI).
+sdk_pid=
+if modules=$(test/mcp/_npm_setup.sh sdk 2>&1) && cp test/mcp/_sdk_server.mjs "$modules/../sdk_server.mjs"; then
+  (cd "$modules/.." && exec node sdk_server.mjs --auth) >"$tmp/sdk.log" 2>&1 &
+  sdk_pid=$!
+  for _ in $(seq 1 600); do grep -q '^PORT ' "$tmp/sdk.log" && break; sleep 0.1; done
+  sdk_port=$(sed -n 's/^PORT //p' "$tmp/sdk.log")
+  if [[ -n $sdk_port ]]; then
+    printf '{"mcpServers":{"safe":{"url":"http://127.0.0.1:%s/mcp","trustAnnotations":true,"elicitation":true}}}' \
+      "$sdk_port" >"$tmp/mcp.json"
+    export E2E_MCP_CONFIG="$tmp/mcp.json" MCP_SDK_SERVER="http://127.0.0.1:$sdk_port"
+  fi
+fi
+trap 'e2e_stop_server; [[ -n $sdk_pid ]] && kill "$sdk_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 if ! e2e_start_server; then
   echo "FAIL the AI Agent server starts"
   sed 's/^/    /' "$tmp/server.log"

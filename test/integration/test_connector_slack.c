@@ -246,8 +246,9 @@ static void test_config_is_checked_and_never_shows_the_token(void) {
 
 /* Calls the tool directly, as CallSingleAttemptTool does. */
 static char *call(dexa_tool_source *src, const char *args, int *is_error, char **content) {
-  dexa_tool_invocation inv = {"slack_post_thread_reply", "c1", "s-test", "s-test:c1",
-                              args, strlen(args), 1, NULL};
+  dexa_tool_invocation inv = {.name = "slack_post_thread_reply", .call_id = "c1",
+                              .session_id = "s-test", .idempotency_key = "s-test:c1",
+                              .arguments = args, .arguments_len = strlen(args), .attempt = 1};
   dexa_tool_output out;
   dexa__tool_output_init(&out);
   int rc = src->vt.call_tool(src->user_data, &inv, &out);

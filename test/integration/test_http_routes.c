@@ -611,6 +611,13 @@ static void test_answer_question(void) {
   snprintf(body, sizeof body, "{\"call_id\":\"%s\",\"answer\":7}",
            cJSON_GetStringValue(cJSON_GetObjectItem(p, "call_id")));
   CHECK_EQ_INT(POST(path_of(&s, "/answers"), s.token, body)->status, 400);
+  /* fields are an object; ask_user's question takes no decline */
+  snprintf(body, sizeof body, "{\"call_id\":\"%s\",\"fields\":[1]}",
+           cJSON_GetStringValue(cJSON_GetObjectItem(p, "call_id")));
+  CHECK_EQ_INT(POST(path_of(&s, "/answers"), s.token, body)->status, 400);
+  snprintf(body, sizeof body, "{\"call_id\":\"%s\",\"action\":\"decline\"}",
+           cJSON_GetStringValue(cJSON_GetObjectItem(p, "call_id")));
+  CHECK_EQ_INT(POST(path_of(&s, "/answers"), s.token, body)->status, 400);
   snprintf(body, sizeof body, "{\"call_id\":\"%s\",\"answer\":\"B\"}",
            cJSON_GetStringValue(cJSON_GetObjectItem(p, "call_id")));
   cJSON_Delete(snap);

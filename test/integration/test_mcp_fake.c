@@ -96,7 +96,9 @@ typedef struct call_out {
 } call_out;
 
 static void call(dexa_tool_source *s, const char *name, const char *args, call_out *o) {
-  dexa_tool_invocation inv = {name, "c1", "s1", "s1:c1", args, strlen(args), 1, NULL};
+  dexa_tool_invocation inv = {.name = name, .call_id = "c1", .session_id = "s1",
+                              .idempotency_key = "s1:c1", .arguments = args,
+                              .arguments_len = strlen(args), .attempt = 1};
   dexa_tool_output out;
   dexa__tool_output_init(&out);
   o->rc = s->vt.call_tool(s->user_data, &inv, &out);
@@ -238,7 +240,9 @@ static void *run_stop_call(void *arg) {
   dexa_call_init(&sc->call, sizeof sc->call);
   sc->call.cancel_user_data = &sc->stop;
   sc->call.cancelled = stop_flag;
-  dexa_tool_invocation inv = {sc->name, "c1", "s1", "s1:c1", "{}", 2, 1, &sc->call};
+  dexa_tool_invocation inv = {.name = sc->name, .call_id = "c1", .session_id = "s1",
+                              .idempotency_key = "s1:c1", .arguments = "{}", .arguments_len = 2,
+                              .attempt = 1, .call = &sc->call};
   dexa_tool_output out;
   dexa__tool_output_init(&out);
   sc->o.rc = sc->s->vt.call_tool(sc->s->user_data, &inv, &out);

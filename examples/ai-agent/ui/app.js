@@ -191,8 +191,14 @@ function toBottom() {
   stick = true;
   $('jump').hidden = true;
 }
+// Only a scroll up (the reader's) lets go of the bottom: the scroll event of
+// our own jump to the bottom may come after the content grew again, and must
+// not be taken for the reader leaving.
+let lastTop = 0;
 scroller.addEventListener('scroll', () => {
-  stick = atBottom();
+  const up = scroller.scrollTop < lastTop - 1;
+  lastTop = scroller.scrollTop;
+  if (up || atBottom()) stick = atBottom();
   $('jump').hidden = stick || document.body.dataset.view !== 'chat';
 });
 const stickObserver = new ResizeObserver(() => {
@@ -402,6 +408,7 @@ function summary(call) {
 function badgeOf(call) {
   const p = call.pending;
   if (p && p.kind === 'approval') return ['Needs your approval', 'wait'];
+  if (p && p.kind === 'question' && p.purpose === 'sign_in') return ['Needs you to sign in', 'wait'];
   if (p && p.kind === 'question') return ['Waiting for your answer', 'wait'];
   if (p && p.kind === 'timer') return ['Waiting', 'wait'];
   if (S.retry && S.retry.callId === call.id && ['proposed', 'running'].includes(call.status)) return ['Retrying', 'wait'];
@@ -417,6 +424,8 @@ function badgeOf(call) {
 
 function cardIcon(call) {
   if (call.name === 'ask_user') return ICONS.question;
+  if (call.pending && call.pending.kind === 'question' && call.pending.purpose === 'sign_in') return ICONS.shield;
+  if (call.pending && call.pending.kind === 'question') return ICONS.question;
   if (call.name === 'durable_wait') return ICONS.clock;
   if (call.name === 'write_todos') return ICONS.plan;
   if (call.pending && call.pending.kind === 'approval') return ICONS.shield;
@@ -502,8 +511,105 @@ function approvalBox(call) {
   return box;
 }
 
+// A tool's own question (asked_by "tool": an MCP server's elicitation, a
+// sign-in, a sampling request to allow) is answered, declined or cancelled
+// through the same /answers route as ask_user's.
+function toolQuestionBox(call) {
+  const p = call.pending;
+  const box = h('div', {});
+  const send = (body) => act(async () => {
+    for (const b of box.querySelectorAll('button, input, select')) b.disabled = true;
+    await api(sessionPath('/answers'), { method: 'POST', body: { call_id: call.id, ...body } });
+  }, () => { for (const b of box.querySelectorAll('button, input, select')) b.disabled = false; });
+  const refuse = () => [
+    h('button', { type: 'button', class: 'btn decline', onclick: () => send({ action: 'decline' }) }, 'Decline'),
+    h('button', { type: 'button', class: 'btn cancel', onclick: () => send({ action: 'cancel' }) }, 'Cancel')];
+  if (p.purpose === 'sign_in') return signInBox(call, p, box, send);
+  box.append(h('div', { class: 'ask-prompt', text: p.prompt || 'The tool asks' }));
+  if (p.url) {
+    box.append(h('div', { class: 'ask-row' }, h('a', { class: 'btn primary open-link', href: p.url, target: '_blank', rel: 'noopener noreferrer' }, `Open ${hostOf(p.url)}`)));
+    box.append(h('div', { class: 'ask-row' },
+      h('button', { type: 'button', class: 'btn primary accept', onclick: () => send({ action: 'accept' }) }, 'Done'), ...refuse()));
+  } else if (Array.isArray(p.choices) && p.choices.length) {
+    box.append(h('div', { class: 'ask-row choices', role: 'group', 'aria-label': p.prompt || 'Choices' },
+      ...p.choices.map((c) => h('button', { type: 'button', class: 'btn choice', onclick: () => send({ answer: c }) }, c)), ...refuse().slice(1)));
+  } else if (Array.isArray(p.fields) && p.fields.length) {
+    box.append(fieldsForm(p.fields, (fields) => send({ fields }), refuse()));
+  } else {
+    box.append(h('div', { class: 'ask-row' },
+      h('button', { type: 'button', class: 'btn primary accept', onclick: () => send({ action: 'accept' }) }, 'Accept'), ...refuse()));
+  }
+  return box;
+}
+
+function hostOf(url) {
+  try { return new URL(url).host; } catch (e) { return 'the page'; }
+}
+
+// The sign-in card: the page opens in a new tab; the server's redirect
+// comes back to this app (oauth/callback), which answers for you. "I have
+// signed in" is for when the redirect could not come back here.
+function signInBox(call, p, box, send) {
+  box.classList.add('sign-in');
+  box.append(h('div', { class: 'ask-prompt', text: p.prompt || 'Sign in to continue' }));
+  box.append(h('div', { class: 'ask-row' },
+    h('a', { class: 'btn primary sign-in-link', href: p.url, target: '_blank', rel: 'noopener noreferrer' }, `Sign in at ${hostOf(p.url)}`),
+    h('button', { type: 'button', class: 'btn signed-in', onclick: () => send({ action: 'accept' }) }, 'I have signed in'),
+    h('button', { type: 'button', class: 'btn cancel', onclick: () => send({ action: 'cancel' }) }, 'Cancel')));
+  box.append(h('div', { class: 'hint', text: 'The call goes on once you have signed in. The agent never sees your password or the token.' }));
+  return box;
+}
+
+// A form for the question's fields (MCP elicitation's restricted schema):
+// text, e-mail, URL and date inputs, numbers, check boxes, a select for a
+// choice, check boxes for several. Empty optional fields are left out (the
+// server's defaults apply).
+function fieldsForm(fields, submit, extra) {
+  const rows = fields.map((f) => {
+    const label = `${f.title || f.name}${f.required ? ' *' : ''}`;
+    let input;
+    if (f.type === 'boolean') {
+      input = h('input', { type: 'checkbox', name: f.name, checked: f.default === true });
+    } else if (f.type === 'array') {
+      input = h('span', { class: 'multi', 'data-name': f.name },
+        ...(f.enum || []).map((v, i) => h('label', {}, h('input', { type: 'checkbox', value: v, checked: Array.isArray(f.default) && f.default.includes(v) }), ` ${(f.enum_names || [])[i] || v}`)));
+    } else if (Array.isArray(f.enum)) {
+      input = h('select', { name: f.name }, ...(f.required ? [] : [h('option', { value: '' }, '')]),
+        ...f.enum.map((v, i) => h('option', { value: v, selected: f.default === v }, (f.enum_names || [])[i] || v)));
+    } else {
+      const kind = f.type === 'number' || f.type === 'integer' ? 'number'
+        : { email: 'email', uri: 'url', date: 'date', 'date-time': 'datetime-local' }[f.format] || 'text';
+      input = h('input', { type: kind, name: f.name, step: f.type === 'integer' ? '1' : f.type === 'number' ? 'any' : null,
+        min: f.minimum, max: f.maximum, minlength: f.min_length, maxlength: f.max_length, required: !!f.required,
+        placeholder: f.default !== undefined ? String(f.default) : '' });
+    }
+    input.dataset.type = f.type;
+    return h('label', { class: 'field' }, h('span', { text: label }), input, f.description ? h('small', { text: f.description }) : null);
+  });
+  const form = h('form', { class: 'ask-fields' }, ...rows,
+    h('div', { class: 'ask-row' }, h('button', { type: 'submit', class: 'btn primary submit' }, 'Submit'), ...extra));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    if (!form.reportValidity()) return;
+    const out = {};
+    for (const f of fields) {
+      const el = form.querySelector(`[name="${CSS.escape(f.name)}"], [data-name="${CSS.escape(f.name)}"]`);
+      if (!el) continue;
+      if (f.type === 'boolean') out[f.name] = el.checked;
+      else if (f.type === 'array') out[f.name] = [...el.querySelectorAll('input:checked')].map((c) => c.value);
+      else if (el.value === '') continue;
+      else if (f.type === 'integer') out[f.name] = parseInt(el.value, 10);
+      else if (f.type === 'number') out[f.name] = Number(el.value);
+      else out[f.name] = el.value;
+    }
+    submit(out);
+  });
+  return form;
+}
+
 function questionBox(call) {
   const p = call.pending;
+  if (p.asked_by === 'tool') return toolQuestionBox(call);
   const answer = (text) => act(async () => {
     for (const b of box.querySelectorAll('button, input')) b.disabled = true;
     await api(sessionPath('/answers'), { method: 'POST', body: { call_id: call.id, answer: text } });
@@ -1086,8 +1192,8 @@ function onEvent(ev) {
       break;
     }
     case 'question_asked': {
-      const call = callState(ev.call_id, 'ask_user');
-      call.pending = { kind: 'question', prompt: ev.prompt, choices: ev.choices };
+      const call = callState(ev.call_id, ev.name || 'ask_user', ev.arguments);
+      call.pending = { kind: 'question', prompt: ev.prompt, choices: ev.choices, fields: ev.fields, url: ev.url, purpose: ev.purpose, asked_by: ev.asked_by };
       renderCard(call);
       break;
     }
@@ -1106,7 +1212,9 @@ function onEvent(ev) {
         const d = ev.decision || {};
         if (d.decision === 'approve') call.decision = `Approved${d.note ? `: ${d.note}` : ''}`;
         else if (d.decision === 'reject') call.decision = `Rejected${d.note ? `: ${d.note}` : ''}`;
-        else if (d.decision === 'answer') call.decision = `Answered: ${d.answer}`;
+        else if (d.decision === 'answer' && d.action && d.action !== 'accept') call.decision = d.action === 'decline' ? 'Declined' : 'Cancelled';
+        else if (d.decision === 'answer' && d.fields) call.decision = `Answered: ${JSON.stringify(d.fields)}`;
+        else if (d.decision === 'answer') call.decision = d.answer !== undefined ? `Answered: ${d.answer}` : 'Done';
         renderCard(call);
       }
       break;
