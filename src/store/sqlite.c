@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,12 +158,24 @@ int dexa__sq_exec(sqlite3_stmt *st) {
   return (r == SQLITE_DONE || r == SQLITE_ROW) ? DEXA_OK : dexa__sq_err(r);
 }
 
+int dexa__sq_int64(sqlite3_stmt *st, int i, int64_t v) {
+  return dexa__sq_err(sqlite3_bind_int64(st, i, v));
+}
+
+int dexa__sq_int(sqlite3_stmt *st, int i, int v) { return dexa__sq_err(sqlite3_bind_int(st, i, v)); }
+
+int dexa__sq_null(sqlite3_stmt *st, int i) { return dexa__sq_err(sqlite3_bind_null(st, i)); }
+
+/* Text and blob lengths reach SQLite as int: a longer value is refused
+ * here instead of being bound cut short (or with a negative length). */
 int dexa__sq_text(sqlite3_stmt *st, int i, const char *s, size_t n) {
+  if (n > INT_MAX) return DEXA_E_TOO_LARGE;
   int r = s ? sqlite3_bind_text(st, i, s, (int)n, SQLITE_STATIC) : sqlite3_bind_null(st, i);
   return dexa__sq_err(r);
 }
 
 int dexa__sq_blob(sqlite3_stmt *st, int i, const char *s, size_t n) {
+  if (n > INT_MAX) return DEXA_E_TOO_LARGE;
   /* A zero-length blob with a NULL pointer would bind SQL NULL. */
   int r = sqlite3_bind_blob(st, i, n ? (const void *)s : (const void *)"", (int)n,
                             SQLITE_STATIC);
@@ -355,11 +368,14 @@ static int track_wal(sq_store *s, const char *wal) {
    * -shm files), so a descriptor of our own can be opened and closed. */
   s->wal_fd = open(wal, O_RDWR | O_CLOEXEC);
   if (s->wal_fd < 0) return DEXA_E_IO;
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", s->path);
+  /* A copy of the path of any length: a path cut to a fixed buffer would
+   * sync another directory, or none. */
+  char *dir = strdup(s->path);
+  if (!dir) return DEXA_E_NOMEM;
   char *slash = strrchr(dir, '/');
   if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
   int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  free(dir);
   int rc = dfd >= 0 && fsync(dfd) == 0 ? DEXA_OK : DEXA_E_IO;
   if (dfd >= 0) close(dfd);
   return rc;
@@ -371,22 +387,32 @@ static int track_wal(sq_store *s, const char *wal) {
 static int sq_sync(dexa__store *base) {
   sq_store *s = (sq_store *)base;
   if (!s->base.sync_after_commit) return DEXA_OK;
-  char wal[4096];
-  snprintf(wal, sizeof wal, "%s-wal", s->path);
   pthread_mutex_lock(&s->sync_mu);
-  int rc = track_wal(s, wal);
+  int rc = track_wal(s, s->wal_path);
   if (rc == DEXA_OK && s->wal_fd >= 0 && fdatasync(s->wal_fd) != 0) rc = DEXA_E_IO;
   pthread_mutex_unlock(&s->sync_mu);
   return rc;
 }
 
+/* path + suffix in a new string (NULL when out of memory): SQLite names
+ * its side files so, and a path of any length must reach the same file. */
+static char *path_with_suffix(const char *path, const char *suffix) {
+  size_t n = strlen(path), k = strlen(suffix);
+  char *out = malloc(n + k + 1);
+  if (!out) return NULL;
+  memcpy(out, path, n);
+  memcpy(out + n, suffix, k + 1);
+  return out;
+}
+
 static void remove_files(const char *path) {
-  char buf[4096];
   unlink(path);
-  snprintf(buf, sizeof buf, "%s-wal", path);
-  unlink(buf);
-  snprintf(buf, sizeof buf, "%s-shm", path);
-  unlink(buf);
+  const char *suffixes[] = {"-wal", "-shm"};
+  for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+    char *side = path_with_suffix(path, suffixes[i]);
+    if (side) unlink(side);
+    free(side);
+  }
 }
 
 static void sq_close(dexa__store *base) {
@@ -398,6 +424,7 @@ static void sq_close(dexa__store *base) {
   pthread_mutex_destroy(&s->sync_mu);
   if (s->temporary) remove_files(s->path);
   free(s->path);
+  free(s->wal_path);
   free(s);
 }
 
@@ -434,11 +461,13 @@ int dexa__sqlite_open(dexa__store **out, const char *path, int temporary,
   s->wal_fd = -1;
   pthread_mutex_init(&s->sync_mu, NULL);
   s->path = strdup(path);
-  if (!s->path || dexa__sq_checkpointer_new(&s->checkpointer) != DEXA_OK ||
+  s->wal_path = s->path ? path_with_suffix(s->path, "-wal") : NULL;
+  if (!s->wal_path || dexa__sq_checkpointer_new(&s->checkpointer) != DEXA_OK ||
       (cfg->cache_bytes && dexa__session_cache_new(cfg->cache_bytes, &s->base.cache) != DEXA_OK)) {
     dexa__sq_checkpointer_free(s->checkpointer);
     pthread_mutex_destroy(&s->sync_mu);
     free(s->path);
+    free(s->wal_path);
     free(s);
     return DEXA_E_NOMEM;
   }

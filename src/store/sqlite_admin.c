@@ -20,7 +20,11 @@ int dexa__sq_session_dump(dexa__store_conn *base, const char *id, dexa__session_
   int rc = prepare(c, "SELECT flow_type, created_ms, status, event_seq, step_ord, settings"
                       " FROM sessions WHERE session_id = ?1", &st);
   if (rc != DEXA_OK) return rc;
-  dexa__sq_text(st, 1, id, strlen(id));
+  BIND(rc, dexa__sq_text(st, 1, id, strlen(id)));
+  if (rc != DEXA_OK) {
+    sqlite3_finalize(st);
+    return rc;
+  }
   int r = sqlite3_step(st);
   if (r == SQLITE_ROW) {
     size_t unused;
@@ -50,12 +54,14 @@ int dexa__sq_session_restore(dexa__store_conn *base, const dexa__session_dump *d
     rc = prepare(c, "UPDATE sessions SET status = ?2, event_seq = ?3, step_ord = ?4"
                     " WHERE session_id = ?1", &st);
   if (rc == DEXA_OK) {
-    dexa__sq_text(st, 1, d->row.session_id, strlen(d->row.session_id));
-    sqlite3_bind_int(st, 2, d->row.status);
-    sqlite3_bind_int64(st, 3, d->row.event_seq);
-    sqlite3_bind_int64(st, 4, d->step_ord);
-    int r = sqlite3_step(st);
-    rc = r == SQLITE_DONE ? DEXA_OK : dexa__sq_err(r);
+    BIND(rc, dexa__sq_text(st, 1, d->row.session_id, strlen(d->row.session_id)));
+    BIND(rc, dexa__sq_int(st, 2, d->row.status));
+    BIND(rc, dexa__sq_int64(st, 3, d->row.event_seq));
+    BIND(rc, dexa__sq_int64(st, 4, d->step_ord));
+    if (rc == DEXA_OK) {
+      int r = sqlite3_step(st);
+      rc = r == SQLITE_DONE ? DEXA_OK : dexa__sq_err(r);
+    }
   }
   sqlite3_finalize(st);
   return rc;
@@ -69,7 +75,7 @@ int dexa__sq_chan_scan(dexa__store_conn *base, const char *sid, dexa__chan_visit
                       " (SELECT skey FROM sessions WHERE session_id = ?1) AND kind = 1"
                       " ORDER BY key, seq", &st);
   if (rc != DEXA_OK) return rc;
-  dexa__sq_text(st, 1, sid, strlen(sid));
+  BIND(rc, dexa__sq_text(st, 1, sid, strlen(sid)));
   int r = SQLITE_DONE;
   while (rc == DEXA_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
     const char *ch = sqlite3_column_blob(st, 0), *v;

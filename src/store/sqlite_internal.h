@@ -79,6 +79,7 @@ typedef struct sq_checkpointer sq_checkpointer;
 struct sq_store {
   dexa__store base;
   char *path;
+  char *wal_path; /* path + "-wal", the file sq_sync makes durable */
   int temporary; /* remove the files at close */
   sq_checkpointer *checkpointer;
   /* sync: a descriptor of the WAL file, reopened if the file was replaced */
@@ -88,6 +89,17 @@ struct sq_store {
 
 extern const dexa__store_ops dexa__sqlite_ops;
 
+/* BIND(rc, bind): runs the bind only while rc is DEXA_OK and keeps its
+ * result, so a statement's binds are all checked by one test of rc before
+ * it runs (a failed bind would run it with a parameter left NULL). */
+#define BIND(rc, bind)                                                                 \
+  do {                                                                                 \
+    if ((rc) == DEXA_OK) (rc) = (bind);                                                \
+  } while (0)
+/* Integer and NULL binds as DEXA_* codes (SQLITE_RANGE: a bug). */
+int dexa__sq_int64(sqlite3_stmt *st, int i, int64_t v);
+int dexa__sq_int(sqlite3_stmt *st, int i, int v);
+int dexa__sq_null(sqlite3_stmt *st, int i);
 /* The cached statement id of c, prepared on first use and reset; NULL on
  * error (*rc set). */
 sqlite3_stmt *dexa__sq_stmt(sq_conn *c, sq_stmt_id id, int *rc);

@@ -194,7 +194,10 @@ typedef void (*child_setup)(dexa_runtime *rt);
 
 static pid_t g_worker; /* reaped at exit even when a test fails early */
 
+static void kill_worker(void);
+
 static pid_t spawn_worker(child_setup setup) {
+  kill_worker(); /* the worker of a test whose check failed before it killed it */
   fflush(NULL);
   pid_t pid = fork();
   if (pid != 0) return g_worker = pid;
