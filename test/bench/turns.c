@@ -49,6 +49,18 @@
 #include <unistd.h>
 
 #include "runtime/runtime_internal.h" /* the task's reader, for a new one per dispatch */
+/* Under valgrind --tool=callgrind the timed pass is a dump of its own
+ * ("turns-pass"): its instructions, every thread's, divided by the turns
+ * are a repeatable CPU figure on a busy machine. */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#endif
+#endif
+#ifndef CALLGRIND_ZERO_STATS
+#define CALLGRIND_ZERO_STATS
+#define CALLGRIND_DUMP_STATS_AT(s) ((void)(s))
+#endif
 #include "support/temp_store.h"
 
 /* ---- counting SQLite commits -------------------------------------------
@@ -64,6 +76,18 @@ static int count_commit(void *user) {
   return 0; /* 0: let the commit go on */
 }
 
+/* DEXA_BENCH_STMTS=1: also counts the SQL statements run (a trace
+ * callback per statement, so it costs a little CPU: off by default). */
+static atomic_long g_stmts;
+static int g_count_stmts = -1;
+
+static int count_stmt(unsigned type, void *ctx, void *p, void *x) {
+  (void)type, (void)ctx, (void)x;
+  atomic_fetch_add(&g_stmts, 1);
+  if (g_count_stmts == 2) fprintf(stderr, "SQL %s\n", sqlite3_sql(p)); /* DEXA_BENCH_STMTS=2 */
+  return 0;
+}
+
 int sqlite3_open_v2(const char *filename, sqlite3 **db, int flags, const char *vfs) {
   typedef int (*open_fn)(const char *, sqlite3 **, int, const char *);
   static open_fn real;
@@ -71,7 +95,22 @@ int sqlite3_open_v2(const char *filename, sqlite3 **db, int flags, const char *v
   if (!real) return SQLITE_ERROR;
   int rc = real(filename, db, flags, vfs);
   if (rc == SQLITE_OK && *db) sqlite3_commit_hook(*db, count_commit, NULL);
+  if (g_count_stmts < 0) g_count_stmts = getenv("DEXA_BENCH_STMTS") ? atoi(getenv("DEXA_BENCH_STMTS")) : 0;
+  if (rc == SQLITE_OK && *db && g_count_stmts)
+    sqlite3_trace_v2(*db, SQLITE_TRACE_STMT, count_stmt, NULL);
   return rc;
+}
+
+/* The store makes commits durable with fdatasync of its WAL: counting the
+ * calls (the executable's definition wins over libc's) counts the syncs. */
+static atomic_long g_syncs;
+
+int fdatasync(int fd) {
+  typedef int (*sync_fn)(int);
+  static sync_fn real;
+  if (!real) real = (sync_fn)dlsym(RTLD_NEXT, "fdatasync");
+  atomic_fetch_add(&g_syncs, 1);
+  return real ? real(fd) : -1;
 }
 
 /* ---- the host model and tools ---------------------------------------------- */
@@ -232,7 +271,8 @@ static int make_agent(bench *b) {
 typedef struct pass_result {
   double wall_s, cpu_s;
   double p50_ms, p99_ms;
-  long turns, model_calls, tool_calls, commits, methods;
+  long turns, model_calls, tool_calls, commits, methods, syncs, stmts;
+  double switches; /* context switches of this process (voluntary + not) */
   double bytes_per_session;
 } pass_result;
 
@@ -450,6 +490,12 @@ static double pg_server_cpu_s(void) {
   return total;
 }
 
+static double switches_now(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_nvcsw + (double)ru.ru_nivcsw;
+}
+
 static double rusage_s(int who) {
   struct rusage ru;
   getrusage(who, &ru);
@@ -587,11 +633,15 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
     session_id(sid, sizeof sid, s);
     rc = dexa_runtime_wait_idle(b->rt, sid, 30000);
   }
-  long commits0 = atomic_load(&g_commits);
+  long commits0 = atomic_load(&g_commits), syncs0 = atomic_load(&g_syncs);
+  long stmts0 = atomic_load(&g_stmts);
+  double switches0 = switches_now();
   if (b->procs) pthread_create(&reader, NULL, procs_read, b);
   double cpu0 = rusage_s(RUSAGE_SELF) + pg_server_cpu_s();
   double t0 = now_s();
+  CALLGRIND_ZERO_STATS;
   if (rc == DEXA_OK) rc = drive_all(b);
+  CALLGRIND_DUMP_STATS_AT("turns-pass");
   res->wall_s = now_s() - t0;
   res->cpu_s = rusage_s(RUSAGE_SELF) + pg_server_cpu_s() - cpu0;
   if (b->procs) {
@@ -602,6 +652,9 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
     res->cpu_s += rusage_s(RUSAGE_CHILDREN) - children0;
   }
   res->commits = atomic_load(&g_commits) - commits0;
+  res->syncs = atomic_load(&g_syncs) - syncs0;
+  res->stmts = atomic_load(&g_stmts) - stmts0;
+  res->switches = switches_now() - switches0;
   dexa_runtime_stop(b->rt);
   dexa_runtime_free(b->rt);
   b->rt = NULL;
@@ -917,6 +970,13 @@ int main(int argc, char **argv) {
          "Step methods", r.methods / r.wall_s, r.methods, r.model_calls, r.tool_calls, "", "");
   printf("  %-34s %10ld         (%.2f per turn; SQLite write transactions, group commit)\n",
          "store commits", r.commits, (double)r.commits / r.turns);
+  printf("  %-34s %10ld         (%.2f per turn; fdatasync calls of this process)\n", "store syncs",
+         r.syncs, (double)r.syncs / r.turns);
+  if (g_count_stmts > 0)
+    printf("  %-34s %10.1f         (DEXA_BENCH_STMTS: SQL statements run, savepoints included)\n",
+           "SQL statements per turn", (double)r.stmts / r.turns);
+  printf("  %-34s %10.1f         (context switches of this process, getrusage)\n",
+         "thread switches per turn", r.switches / r.turns);
   printf("  %-34s %10.1f KB      (target < 30 KB at 10 turns; file + WAL after checkpoint,\n"
          "  %-34s %10s         PostgreSQL: tables, indexes and TOAST after VACUUM)\n",
          "store bytes per session", r.bytes_per_session / 1024, "", "");
