@@ -273,6 +273,7 @@ typedef struct pass_result {
   double p50_ms, p99_ms;
   long turns, model_calls, tool_calls, commits, methods, syncs, stmts;
   double switches; /* context switches of this process (voluntary + not) */
+  double sys_s;    /* the system (kernel) share of cpu_s, this process */
   double bytes_per_session;
 } pass_result;
 
@@ -496,6 +497,12 @@ static double switches_now(void) {
   return (double)ru.ru_nvcsw + (double)ru.ru_nivcsw;
 }
 
+static double rusage_sys_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
 static double rusage_s(int who) {
   struct rusage ru;
   getrusage(who, &ru);
@@ -635,7 +642,7 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
   }
   long commits0 = atomic_load(&g_commits), syncs0 = atomic_load(&g_syncs);
   long stmts0 = atomic_load(&g_stmts);
-  double switches0 = switches_now();
+  double switches0 = switches_now(), sys0 = rusage_sys_s();
   if (b->procs) pthread_create(&reader, NULL, procs_read, b);
   double cpu0 = rusage_s(RUSAGE_SELF) + pg_server_cpu_s();
   double t0 = now_s();
@@ -655,6 +662,7 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
   res->syncs = atomic_load(&g_syncs) - syncs0;
   res->stmts = atomic_load(&g_stmts) - stmts0;
   res->switches = switches_now() - switches0;
+  res->sys_s = rusage_sys_s() - sys0;
   dexa_runtime_stop(b->rt);
   dexa_runtime_free(b->rt);
   b->rt = NULL;
@@ -980,10 +988,11 @@ int main(int argc, char **argv) {
   printf("  %-34s %10.1f KB      (target < 30 KB at 10 turns; file + WAL after checkpoint,\n"
          "  %-34s %10s         PostgreSQL: tables, indexes and TOAST after VACUUM)\n",
          "store bytes per session", r.bytes_per_session / 1024, "", "");
-  printf("  %-34s %10.0f us      (this process%s; CPU seconds / turns)\n", "CPU per turn",
-         r.cpu_s * 1e6 / r.turns,
+  printf("  %-34s %10.0f us      (this process%s; CPU seconds / turns; %.0f us system)\n",
+         "CPU per turn", r.cpu_s * 1e6 / r.turns,
          b.procs ? ", the worker processes and the PostgreSQL server"
-                 : (getenv("DEXA_BENCH_PG_DATA") ? " and the PostgreSQL server" : ""));
+                 : (getenv("DEXA_BENCH_PG_DATA") ? " and the PostgreSQL server" : ""),
+         r.sys_s * 1e6 / r.turns);
   printf("  %-34s %10.2f ms      (p99 %.2f ms; send_message to idle%s)\n", "turn latency p50",
          r.p50_ms, r.p99_ms, b.inflight ? "" : ", as the polling drivers see it: use -k");
   fflush(stdout);
