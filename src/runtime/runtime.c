@@ -119,7 +119,12 @@ void dexa__notify_commit(dexa_runtime *rt) {
       rt->committed_touched[b] = 0;
       dexa__session_changed(rt, b);
     }
-  pthread_cond_broadcast(&rt->work_cv);
+  /* One idle worker (or poller) looks: most commits make at most one
+   * claim's worth of work ready, and a claim that took all it could wakes
+   * the next waiter (tasks.c: claim_into), so work never waits for a
+   * poll period; waking every idle worker on every commit cost each of
+   * them a wake-up and a due-row query for nothing. */
+  pthread_cond_signal(&rt->work_cv);
   pthread_mutex_unlock(&rt->mu);
 }
 

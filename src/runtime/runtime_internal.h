@@ -152,15 +152,16 @@ typedef struct dexa__op {
 
 /* Runs fn(arg) inside a savepoint of the next batch transaction and returns
  * once that transaction is durable (or failed): fn's return, or the commit's
- * error. fn's changes are rolled back when it returns an error. */
+ * error. fn's changes are rolled back when it returns an error. With no
+ * batch queued or being written the calling thread writes (and syncs) the
+ * batch itself. */
 int dexa__gc_run(dexa_runtime *rt, dexa__op_fn fn, void *arg);
 /* dexa__gc_run for a worker's own claims: returns at commit when
  * *need_durable is 0 after fn ran (see dexa__op.need_durable). */
 int dexa__gc_run_claim(dexa_runtime *rt, dexa__op_fn fn, void *arg, const int *need_durable);
 
-/* Queues fn(arg) for the next batch without waiting for its commit when a
- * batch is already being written (it joins the next one); otherwise runs it
- * now like dexa__gc_run. release(rt, arg, rc) runs after its commit either
+/* Queues fn(arg) for the writer's next batch without waiting for its
+ * commit. release(rt, arg, rc) runs after its commit either
  * way, and owns arg. Returns DEXA_OK or DEXA_E_NOMEM (release not called). */
 int dexa__gc_submit(dexa_runtime *rt, dexa__op_fn fn, void *arg,
                     void (*release)(dexa_runtime *rt, void *arg, int rc));
@@ -249,6 +250,10 @@ struct dexa_runtime {
   dexa__op *gc_head, *gc_tail;
   dexa__op *gc_unsynced, *gc_unsynced_tail;
   int gc_unsynced_batches; /* committed, not yet taken by the syncer */
+  /* A batch is being written / a sync is running, by the writer or the
+   * syncer thread or by a submitting thread leading its own op (see
+   * group_commit.c): one of each at a time. */
+  int gc_writing, gc_syncing;
   pthread_t gc_writer, gc_syncer;
   int gc_writer_started, gc_writer_running, gc_syncer_started, gc_stop;
 

@@ -185,6 +185,15 @@ static void adopt_claim(dexa_runtime *rt, dexa__claim *cl, dexa_task **next) {
   pthread_mutex_unlock(&rt->mu);
 }
 
+/* Commits wake one waiter for work (runtime.c: dexa__notify_commit); a
+ * claim that took as much as it may, or stopped before a single-attempt
+ * Step, may have left ready work, so it passes the wake-up on. */
+static void wake_next(dexa_runtime *rt) {
+  pthread_mutex_lock(&rt->mu);
+  pthread_cond_signal(&rt->work_cv);
+  pthread_mutex_unlock(&rt->mu);
+}
+
 /* A worker (for_worker) goes on once the completion and its next claim are
  * committed, unless it claimed a single-attempt Step; a host hears of its
  * completion only once it is durable. */
@@ -200,9 +209,11 @@ static int finish_with_claim(dexa_runtime *rt, dexa_task *task, const dexa_resul
   if (rc == DEXA_OK) rc = a.finish.outcome;
   finish_note(rt, task, rc);
   dexa__task_free(task);
-  if (a.claim.task && (rc == DEXA_OK || rc == DEXA_E_TIMEOUT))
+  if (a.claim.task && (rc == DEXA_OK || rc == DEXA_E_TIMEOUT)) {
+    int full = a.claim.stop || 1 + (more ? more->count : 0) >= a.claim.want;
     adopt_claim(rt, &a.claim, next);
-  else
+    if (full) wake_next(rt);
+  } else
     dexa__claim_drop(&a.claim); /* the batch failed: its claim was rolled back with it */
   return rc;
 }
@@ -314,7 +325,9 @@ static int claim_into(dexa_runtime *rt, dexa_task **task, dexa__taskq *q, int32_
     dexa__claim_drop(&cl);
     return rc;
   }
+  int full = cl.task && (cl.stop || 1 + (q ? q->count : 0) >= cl.want);
   adopt_claim(rt, &cl, task);
+  if (full) wake_next(rt);
   return DEXA_OK;
 }
 
