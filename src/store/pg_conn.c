@@ -28,7 +28,8 @@
 
 #define STEP_COLS                                                                          \
   "session_id, exec_id, step_type, ord, state, method, attempt, cancelled, input,"      \
-  " options, wait, conditions, recovery_error, due_ms, lease_owner, lease_until, started_ms"
+  " options, wait, conditions, recovery_error, due_ms, lease_owner, lease_until, started_ms,"  \
+  " lost_workers"
 /* session_data rows are keyed by the session's skey: bound by a write
  * transaction, which knows it from its memo, else found from the id. */
 #define SKEY "coalesce($2::bigint, (SELECT skey FROM sessions WHERE session_id = $1::text))"
@@ -75,13 +76,13 @@ static const char *const sql_text[PG_COUNT] = {
                      " AND d.kind = t.kind AND d.key = t.key AND d.seq = t.seq"
                      " RETURNING d.seq, d.value) SELECT seq, value FROM d ORDER BY seq",
     [PG_STEP_INSERT] = "INSERT INTO steps(" STEP_COLS ") VALUES($1, $2, $3, $4, $5, $6, $7, $8,"
-                       " $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+                       " $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
     [PG_STEP_GET] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1 AND exec_id = $2",
     [PG_STEP_UPDATE] = "UPDATE steps SET step_type = $3, ord = $4, state = $5, method = $6,"
                        " attempt = $7, cancelled = $8, input = $9, options = $10, wait = $11,"
                        " conditions = $12, recovery_error = $13, due_ms = $14,"
-                       " lease_owner = $15, lease_until = $16, started_ms = $17"
-                       " WHERE session_id = $1 AND exec_id = $2",
+                       " lease_owner = $15, lease_until = $16, started_ms = $17,"
+                       " lost_workers = $18 WHERE session_id = $1 AND exec_id = $2",
     [PG_STEP_DELETE] = "DELETE FROM steps WHERE session_id = $1 AND exec_id = $2",
     /* Read-only (outside a write transaction): no locks. */
     [PG_STEP_FIRST_DUE] = "SELECT " STEP_COLS " FROM steps WHERE due_ms <= $1"
@@ -91,7 +92,7 @@ static const char *const sql_text[PG_COUNT] = {
     [PG_STEP_CLAIM_DUE] = "SELECT st.session_id, st.exec_id, st.step_type, st.ord, st.state,"
                           " st.method, st.attempt, st.cancelled, st.input, st.options, st.wait,"
                           " st.conditions, st.recovery_error, st.due_ms, st.lease_owner,"
-                          " st.lease_until, st.started_ms FROM steps AS st"
+                          " st.lease_until, st.started_ms, st.lost_workers FROM steps AS st"
                           " JOIN sessions AS se ON se.session_id = st.session_id"
                           " WHERE st.due_ms <= $1 ORDER BY st.due_ms LIMIT 1"
                           " FOR UPDATE SKIP LOCKED",

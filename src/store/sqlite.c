@@ -72,30 +72,30 @@ static const char *const sql_text[SQ_COUNT] = {
                             " AND key = ?2 AND seq <= ?3",
     [SQ_STEP_INSERT] = "INSERT INTO steps(session_id, exec_id, step_type, ord, state, method,"
                        " attempt, cancelled, input, options, wait, conditions, recovery_error,"
-                       " due_ms, lease_owner, lease_until, started_ms) VALUES(?1, ?2, ?3, ?4,"
-                       " ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                       " due_ms, lease_owner, lease_until, started_ms, lost_workers) VALUES(?1, ?2,"
+                       " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     [SQ_STEP_GET] = "SELECT session_id, exec_id, step_type, ord, state, method, attempt,"
                     " cancelled, input, options, wait, conditions, recovery_error, due_ms,"
-                    " lease_owner, lease_until, started_ms FROM steps"
+                    " lease_owner, lease_until, started_ms, lost_workers FROM steps"
                     " WHERE session_id = ?1 AND exec_id = ?2",
     [SQ_STEP_UPDATE] = "UPDATE steps SET step_type = ?3, ord = ?4, state = ?5, method = ?6,"
                        " attempt = ?7, cancelled = ?8, input = ?9, options = ?10, wait = ?11,"
                        " conditions = ?12, recovery_error = ?13, due_ms = ?14,"
-                       " lease_owner = ?15, lease_until = ?16, started_ms = ?17"
-                       " WHERE session_id = ?1 AND exec_id = ?2",
+                       " lease_owner = ?15, lease_until = ?16, started_ms = ?17,"
+                       " lost_workers = ?18 WHERE session_id = ?1 AND exec_id = ?2",
     [SQ_STEP_DELETE] = "DELETE FROM steps WHERE session_id = ?1 AND exec_id = ?2",
     [SQ_STEP_FIRST_DUE] = "SELECT session_id, exec_id, step_type, ord, state, method, attempt,"
                           " cancelled, input, options, wait, conditions, recovery_error, due_ms,"
-                          " lease_owner, lease_until, started_ms FROM steps"
+                          " lease_owner, lease_until, started_ms, lost_workers FROM steps"
                           " WHERE due_ms IS NOT NULL AND due_ms <= ?1 ORDER BY due_ms LIMIT 1",
     [SQ_STEP_NEXT_DUE] = "SELECT min(due_ms) FROM steps WHERE due_ms IS NOT NULL",
     [SQ_STEP_LIST] = "SELECT session_id, exec_id, step_type, ord, state, method, attempt,"
                      " cancelled, input, options, wait, conditions, recovery_error, due_ms,"
-                     " lease_owner, lease_until, started_ms FROM steps"
+                     " lease_owner, lease_until, started_ms, lost_workers FROM steps"
                      " WHERE session_id = ?1 ORDER BY ord",
     [SQ_STEP_LIST_STATE] = "SELECT session_id, exec_id, step_type, ord, state, method, attempt,"
                            " cancelled, input, options, wait, conditions, recovery_error,"
-                           " due_ms, lease_owner, lease_until, started_ms FROM steps"
+                           " due_ms, lease_owner, lease_until, started_ms, lost_workers FROM steps"
                            " WHERE session_id = ?1 AND state = ?2 ORDER BY ord",
     [SQ_STEP_RENEW] = "UPDATE steps SET lease_until = ?6, due_ms = ?6 WHERE session_id = ?1"
                       " AND exec_id = ?2 AND state = 3 AND lease_owner = ?3 AND attempt = ?4"

@@ -11,7 +11,7 @@
   sqlite3_stmt *var = dexa__sq_stmt((sq_conn *)(conn), (id), &rc);                     \
   if (!var) return rc
 
-/* Binds the 17 columns in the order of SQ_STEP_INSERT / SQ_STEP_UPDATE. */
+/* Binds the 18 columns in the order of SQ_STEP_INSERT / SQ_STEP_UPDATE. */
 static void bind_row(sqlite3_stmt *st, const dexa__step_row *r) {
   dexa__sq_text(st, 1, r->session_id, strlen(r->session_id));
   dexa__sq_text(st, 2, r->exec_id, strlen(r->exec_id));
@@ -33,6 +33,7 @@ static void bind_row(sqlite3_stmt *st, const dexa__step_row *r) {
   dexa__sq_text(st, 15, r->lease_owner, r->lease_owner ? strlen(r->lease_owner) : 0);
   sqlite3_bind_int64(st, 16, r->lease_until);
   sqlite3_bind_int64(st, 17, r->started_ms);
+  sqlite3_bind_int(st, 18, r->lost_workers);
 }
 
 static int read_row(sqlite3_stmt *st, dexa__step_row *r) {
@@ -55,6 +56,7 @@ static int read_row(sqlite3_stmt *st, dexa__step_row *r) {
   if (!rc) rc = dexa__sq_col_dup(st, 14, &r->lease_owner, &unused);
   r->lease_until = sqlite3_column_int64(st, 15);
   r->started_ms = sqlite3_column_int64(st, 16);
+  r->lost_workers = sqlite3_column_int(st, 17);
   if (!rc && (!r->session_id || !r->exec_id || !r->step_type)) rc = DEXA_E_CORRUPT;
   return rc;
 }

@@ -58,6 +58,10 @@ typedef struct dexa__step_row {
   char *lease_owner;
   int64_t lease_until;
   int64_t started_ms;
+  /* Attempts whose worker was lost (its lease expired before the Step's
+   * timeout: a crash, kill -9): counted apart from failed attempts, so
+   * failed attempts = attempt - lost_workers (runtime/failures.c). */
+  int32_t lost_workers;
 } dexa__step_row;
 
 void dexa__step_row_free(dexa__step_row *row);
