@@ -324,10 +324,24 @@ int dexa__enqueue(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
                   const char *options, size_t options_len, const char *recovery_error,
                   size_t recovery_error_len, int64_t now);
 
-/* A failed or lost attempt: retry after backoff, else the recovery Step,
- * else the session fails. The row must be current. */
+/* How many times a Step execution's worker may be lost (its lease expired
+ * before the Step's timeout: a crash, kill -9) and the Step run again
+ * without using up an attempt; one more fails it (failures.c). */
+#define DEXA__MAX_LOST_WORKERS 10
+
+/* The attempts of row that failed or timed out: its claims less its lost
+ * workers. */
+int32_t dexa__failed_attempts(const dexa__step_row *row);
+
+/* A failed or timed-out attempt: retry after backoff, else the recovery
+ * Step, else the session fails. The row must be current. */
 int dexa__attempt_failed(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int code,
                          const char *message, int64_t retry_after_ms, int64_t now);
+/* A lost worker of row's running attempt (its lease expired before the
+ * Step's timeout): run again at once without counting a failed attempt, up
+ * to DEXA__MAX_LOST_WORKERS times, then fail with "worker lost N times". A
+ * single-attempt Step's is a failed attempt (it never runs twice). */
+int dexa__attempt_lost(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int64_t now);
 /* Marks the session failed/completed and cancels every live step of it
  * except keep_exec (may be NULL). */
 int dexa__session_close(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
