@@ -257,6 +257,17 @@ struct dexa_runtime {
   dexa__store_conn **pool;
   size_t pool_count, pool_cap;
 
+  /* log (log.c): the options' callback, and per kind of message the start
+   * of its rate window and the repeats left out in it (log_mu) */
+  dexa_log_fn log;
+  void *log_user;
+  pthread_mutex_t log_mu;
+  struct dexa__log_site {
+    const char *kind;
+    int64_t window_ms;
+    int64_t left_out;
+  } log_sites[32];
+
   /* delta ring */
   pthread_mutex_t ring_mu;
   dexa__delta ring[DEXA__RING_SIZE];
@@ -295,6 +306,19 @@ void dexa__wait_session_change(dexa_runtime *rt, const char *sid, uint64_t gen,
 /* Bumps the generation of a bucket and wakes its waiters (rt->mu held). */
 void dexa__session_changed(dexa_runtime *rt, size_t bucket);
 size_t dexa__session_bucket(const char *sid);
+
+/* log.c: formats a message and hands it to the options' log callback (if
+ * any), at most once per DEXA__LOG_WINDOW_MS per kind (a string literal
+ * naming the call site); later repeats in the window are counted and the
+ * next message passed says how many were left out. Any thread; takes
+ * log_mu only to count. */
+#define DEXA__LOG_WINDOW_MS 10000
+void dexa__log(dexa_runtime *rt, int32_t level, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The message for a store error rc: the store's noted cause (disk full,
+ * read-only, permission denied, with the path) when it has one, else
+ * dexa_strerror(rc). Returns buf. */
+const char *dexa__store_error(const dexa_runtime *rt, int rc, char *buf, size_t n);
 
 /* ids.c: "s-" + 32 hex digits from the system CSPRNG. */
 int dexa__random_session_id(char out[35]);

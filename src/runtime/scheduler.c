@@ -158,6 +158,11 @@ int dexa__run_session_locked(dexa_runtime *rt, dexa__store_conn *c, const char *
   }
   /* Anything wrong: undo these runs only; the claim loop runs them later. */
   if (rc == DEXA_OK) return c->ops->release(c);
+  char why[512];
+  dexa__log(rt, DEXA_LOG_DEBUG, "locked-cascade",
+            "session %s: its ready locked Steps could not run with the RPC (%s); a worker runs"
+            " them",
+            sid, dexa__store_error(rt, rc, why, sizeof why));
   return c->ops->rollback_to(c) == DEXA_OK ? DEXA_OK : rc;
 }
 

@@ -258,12 +258,14 @@ static int ensure_connected(pg_conn *c) {
   if (c->db && !c->lost && PQstatus(c->db) == CONNECTION_OK) return DEXA_OK;
   int64_t now = mono_ms();
   if (now < c->retry_at_ms) return DEXA_E_IO;
+  int again = c->db != NULL || c->lost;
   if (c->db) PQfinish(c->db);
   c->db = NULL;
   memset(c->prepared, 0, sizeof c->prepared);
   c->lost = 0;
   PGconn *db = NULL;
-  int rc = dexa__pg_connect(c->store->conninfo, &db, NULL, 0);
+  char why[512] = "";
+  int rc = dexa__pg_connect(c->store->conninfo, &db, why, sizeof why);
   if (rc == DEXA_OK) rc = configure(db);
   if (rc != DEXA_OK) {
     if (db) PQfinish(db);
@@ -271,8 +273,14 @@ static int ensure_connected(pg_conn *c) {
     if (c->backoff_ms > BACKOFF_MAX_MS) c->backoff_ms = BACKOFF_MAX_MS;
     c->retry_at_ms = now + c->backoff_ms;
     c->lost = 1;
+    dexa__store_note(&c->store->base, DEXA_E_IO, "%s", why[0] ? why : "PostgreSQL: cannot configure the connection");
+    dexa__store_log(&c->store->base, DEXA_LOG_WARNING, "pg-reconnect",
+                    "PostgreSQL: the connection is lost: %s; connecting again in %lld ms",
+                    why[0] ? why : "cannot configure the connection", (long long)c->backoff_ms);
     return DEXA_E_IO;
   }
+  if (again || c->backoff_ms)
+    dexa__store_log(&c->store->base, DEXA_LOG_INFO, "pg-reconnected", "PostgreSQL: connected again");
   c->db = db;
   c->backoff_ms = 0;
   c->retry_at_ms = 0;
@@ -508,6 +516,8 @@ int dexa__pg_open(dexa__store **out, const char *conninfo, const dexa__store_con
   s->base.ops = &dexa__pg_ops;
   s->base.poll_ms = POLL_MS;
   s->base.batch_retry_ms = BATCH_RETRY_MS;
+  s->base.log = cfg->log;
+  s->base.log_ctx = cfg->log_ctx;
   pthread_mutex_init(&s->wake_mu, NULL);
   instance_name(s->instance, sizeof s->instance);
   s->conninfo = strdup(conninfo);

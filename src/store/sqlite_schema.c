@@ -147,6 +147,22 @@ static int upgrade(sqlite3 *db, int version, char *errmsg, size_t n) {
   return exec(db, sql, errmsg, n);
 }
 
+int dexa__sq_schema_check(sqlite3 *db, char *errmsg, size_t n) {
+  int version = 0;
+  int rc = read_version(db, &version);
+  if (rc != DEXA_OK) {
+    if (errmsg) snprintf(errmsg, n, "%s", sqlite3_errmsg(db));
+    return rc;
+  }
+  if (version == SCHEMA_VERSION) return DEXA_OK;
+  if (errmsg)
+    snprintf(errmsg, n,
+             version ? "schema version %d, and this library's (%d) cannot be written to it"
+                     : "not a store (no schema)%.0d%.0d",
+             version, SCHEMA_VERSION);
+  return version > SCHEMA_VERSION ? DEXA_E_UNSUPPORTED : version ? DEXA_E_IO : DEXA_E_CORRUPT;
+}
+
 int dexa__sq_schema_ensure(sqlite3 *db, char *errmsg, size_t n) {
   /* Another process may be creating or migrating the same file: the
    * write lock serializes us, and the version is read again under it. */

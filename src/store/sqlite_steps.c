@@ -66,7 +66,7 @@ static int one_row(sqlite3_stmt *st, dexa__step_row *out) {
   memset(out, 0, sizeof *out);
   int r = sqlite3_step(st);
   int rc = r == SQLITE_ROW ? read_row(st, out)
-                           : (r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r));
+                           : (r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_st_err(st, r));
   sqlite3_reset(st);
   if (rc != DEXA_OK) dexa__step_row_free(out);
   return rc;
@@ -111,7 +111,7 @@ int dexa__sq_step_next_due(dexa__store_conn *c, int64_t *due) {
   *due = DEXA__NO_DUE;
   if (r == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
     *due = sqlite3_column_int64(st, 0);
-  rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? DEXA_OK : dexa__sq_err(r);
+  rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? DEXA_OK : dexa__sq_st_err(st, r);
   sqlite3_reset(st);
   return rc;
 }
@@ -141,7 +141,7 @@ int dexa__sq_step_list(dexa__store_conn *c, const char *sid, int32_t state,
   int r = SQLITE_DONE;
   while (rc == DEXA_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
     rc = push_row(rows, n, &cap, st);
-  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_st_err(st, r);
   sqlite3_reset(st);
   if (rc != DEXA_OK) {
     dexa__step_rows_free(*rows, *n);
@@ -170,7 +170,7 @@ int dexa__sq_step_busy_count(dexa__store_conn *c, const char *sid, int64_t *n) {
   dexa__sq_text(st, 1, sid, strlen(sid));
   int r = sqlite3_step(st);
   *n = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  rc = r == SQLITE_ROW ? DEXA_OK : dexa__sq_err(r);
+  rc = r == SQLITE_ROW ? DEXA_OK : dexa__sq_st_err(st, r);
   sqlite3_reset(st);
   return rc;
 }

@@ -18,7 +18,7 @@ static char pgdir[512];
 
 static int open_err(const char *uri, char *err, size_t n) {
   dexa__store *s = NULL;
-  dexa__store_config cfg = {uri, NULL, 0};
+  dexa__store_config cfg = {uri, NULL, 0, NULL, NULL};
   err[0] = '\0';
   int rc = dexa__store_open(&s, &cfg, err, n);
   if (s) s->ops->close(s);

@@ -25,7 +25,7 @@ static void fresh_path(const char *name) {
 
 static dexa__store *open_store(int *rc, char *err, size_t n) {
   dexa__store *s = NULL;
-  dexa__store_config cfg = {path, "normal", 0};
+  dexa__store_config cfg = {path, "normal", 0, NULL, NULL};
   *rc = dexa__store_open(&s, &cfg, err, n);
   return s;
 }
