@@ -140,6 +140,7 @@ int dexa__attempt_lost(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *ro
              "%s: worker lost %d times (the lease expired during each of those attempts); at"
              " most %d lost workers are retried",
              row->exec_id, (int)row->lost_workers, DEXA__MAX_LOST_WORKERS);
+    dexa__log(rt, DEXA_LOG_ERROR, "worker-lost-bound", "session %s: %s", row->session_id, msg);
     return give_up(rt, c, row, &o, DEXA_E_TIMEOUT, msg, now);
   }
   snprintf(msg, sizeof msg,
@@ -147,6 +148,7 @@ int dexa__attempt_lost(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *ro
            " attempt (at most %d lost workers are retried)",
            row->exec_id, (int)row->lost_workers, row->lost_workers == 1 ? "" : "s",
            DEXA__MAX_LOST_WORKERS);
+  dexa__log(rt, DEXA_LOG_INFO, "worker-lost", "session %s: %s", row->session_id, msg);
   return retry_later(rt, c, row, &o, DEXA_E_TIMEOUT, msg, 0, 0, now);
 }
 
