@@ -98,13 +98,32 @@ static int run_batch_once(dexa_runtime *rt, dexa__op *batch) {
  * rolled back whole (store.h: batch_retry_ms: a conflict between
  * processes, a connection lost before COMMIT), runs it again after a
  * growing pause. Every op can run again: it starts from its arguments. */
+static int batch_size(const dexa__op *batch) {
+  int n = 0;
+  for (const dexa__op *o = batch; o; o = o->next) n++;
+  return n;
+}
+
 static void run_batch(dexa_runtime *rt, dexa__op *batch) {
   int64_t give_up = dexa__mono_ms() + rt->store->batch_retry_ms;
   int64_t pause_ms = 5;
-  while (run_batch_once(rt, batch) == DEXA_E_BUSY && dexa__mono_ms() < give_up) {
+  int rc;
+  char why[512];
+  while ((rc = run_batch_once(rt, batch)) == DEXA_E_BUSY && dexa__mono_ms() < give_up) {
+    dexa__log(rt, DEXA_LOG_WARNING, "batch-busy",
+              "store busy: a batch of %d operation%s was rolled back: %s; running it again in"
+              " %lld ms",
+              batch_size(batch), batch_size(batch) == 1 ? "" : "s",
+              dexa__store_error(rt, rc, why, sizeof why), (long long)pause_ms);
     usleep((useconds_t)pause_ms * 1000);
     pause_ms = pause_ms < 500 ? pause_ms * 2 : 1000;
   }
+  /* The operations' own errors go back to their callers; a batch that
+   * could not be written at all is the store's trouble. */
+  if (rc == DEXA_E_IO || rc == DEXA_E_BUSY || rc == DEXA_E_CORRUPT || rc == DEXA_E_NOMEM)
+    dexa__log(rt, DEXA_LOG_WARNING, "batch-failed", "store: a batch of %d operation%s failed: %s",
+              batch_size(batch), batch_size(batch) == 1 ? "" : "s",
+              dexa__store_error(rt, rc, why, sizeof why));
 }
 
 static void append(dexa__op **head, dexa__op **tail, dexa__op *ops) {
@@ -183,6 +202,11 @@ static dexa__op *acknowledge_committed(dexa_runtime *rt, dexa__op *batch) {
 static void sync_and_acknowledge(dexa_runtime *rt, dexa__op *ops) {
   pthread_mutex_unlock(&rt->gc_mu);
   int rc = rt->store->ops->sync(rt->store);
+  if (rc != DEXA_OK) {
+    char why[512];
+    dexa__log(rt, DEXA_LOG_ERROR, "sync", "store: cannot make the latest commits durable: %s",
+              dexa__store_error(rt, rc, why, sizeof why));
+  }
   pthread_mutex_lock(&rt->gc_mu);
   fail_unsynced(ops, rc);
   acknowledge(rt, ops);

@@ -262,6 +262,17 @@ struct dexa_runtime {
   dexa__store_conn **pool;
   size_t pool_count, pool_cap;
 
+  /* log (log.c): the options' callback, and per kind of message the start
+   * of its rate window and the repeats left out in it (log_mu) */
+  dexa_log_fn log;
+  void *log_user;
+  pthread_mutex_t log_mu;
+  struct dexa__log_site {
+    const char *kind;
+    int64_t window_ms;
+    int64_t left_out;
+  } log_sites[32];
+
   /* delta ring */
   pthread_mutex_t ring_mu;
   dexa__delta ring[DEXA__RING_SIZE];
@@ -301,6 +312,19 @@ void dexa__wait_session_change(dexa_runtime *rt, const char *sid, uint64_t gen,
 void dexa__session_changed(dexa_runtime *rt, size_t bucket);
 size_t dexa__session_bucket(const char *sid);
 
+/* log.c: formats a message and hands it to the options' log callback (if
+ * any), at most once per DEXA__LOG_WINDOW_MS per kind (a string literal
+ * naming the call site); later repeats in the window are counted and the
+ * next message passed says how many were left out. Any thread; takes
+ * log_mu only to count. */
+#define DEXA__LOG_WINDOW_MS 10000
+void dexa__log(dexa_runtime *rt, int32_t level, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The message for a store error rc: the store's noted cause (disk full,
+ * read-only, permission denied, with the path) when it has one, else
+ * dexa_strerror(rc). Returns buf. */
+const char *dexa__store_error(const dexa_runtime *rt, int rc, char *buf, size_t n);
+
 /* ids.c: "s-" + 32 hex digits from the system CSPRNG. */
 int dexa__random_session_id(char out[35]);
 
@@ -329,10 +353,24 @@ int dexa__enqueue(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
                   const char *options, size_t options_len, const char *recovery_error,
                   size_t recovery_error_len, int64_t now);
 
-/* A failed or lost attempt: retry after backoff, else the recovery Step,
- * else the session fails. The row must be current. */
+/* How many times a Step execution's worker may be lost (its lease expired
+ * before the Step's timeout: a crash, kill -9) and the Step run again
+ * without using up an attempt; one more fails it (failures.c). */
+#define DEXA__MAX_LOST_WORKERS 10
+
+/* The attempts of row that failed or timed out: its claims less its lost
+ * workers. */
+int32_t dexa__failed_attempts(const dexa__step_row *row);
+
+/* A failed or timed-out attempt: retry after backoff, else the recovery
+ * Step, else the session fails. The row must be current. */
 int dexa__attempt_failed(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int code,
                          const char *message, int64_t retry_after_ms, int64_t now);
+/* A lost worker of row's running attempt (its lease expired before the
+ * Step's timeout): run again at once without counting a failed attempt, up
+ * to DEXA__MAX_LOST_WORKERS times, then fail with "worker lost N times". A
+ * single-attempt Step's is a failed attempt (it never runs twice). */
+int dexa__attempt_lost(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int64_t now);
 /* Marks the session failed/completed and cancels every live step of it
  * except keep_exec (may be NULL). */
 int dexa__session_close(dexa_runtime *rt, dexa__store_conn *c, const char *sid,

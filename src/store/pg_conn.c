@@ -28,7 +28,8 @@
 
 #define STEP_COLS                                                                          \
   "session_id, exec_id, step_type, ord, state, method, attempt, cancelled, input,"      \
-  " options, wait, conditions, recovery_error, due_ms, lease_owner, lease_until, started_ms"
+  " options, wait, conditions, recovery_error, due_ms, lease_owner, lease_until, started_ms,"  \
+  " lost_workers"
 /* session_data rows are keyed by the session's skey: bound by a write
  * transaction, which knows it from its memo, else found from the id. */
 #define SKEY "coalesce($2::bigint, (SELECT skey FROM sessions WHERE session_id = $1::text))"
@@ -75,13 +76,13 @@ static const char *const sql_text[PG_COUNT] = {
                      " AND d.kind = t.kind AND d.key = t.key AND d.seq = t.seq"
                      " RETURNING d.seq, d.value) SELECT seq, value FROM d ORDER BY seq",
     [PG_STEP_INSERT] = "INSERT INTO steps(" STEP_COLS ") VALUES($1, $2, $3, $4, $5, $6, $7, $8,"
-                       " $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+                       " $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
     [PG_STEP_GET] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1 AND exec_id = $2",
     [PG_STEP_UPDATE] = "UPDATE steps SET step_type = $3, ord = $4, state = $5, method = $6,"
                        " attempt = $7, cancelled = $8, input = $9, options = $10, wait = $11,"
                        " conditions = $12, recovery_error = $13, due_ms = $14,"
-                       " lease_owner = $15, lease_until = $16, started_ms = $17"
-                       " WHERE session_id = $1 AND exec_id = $2",
+                       " lease_owner = $15, lease_until = $16, started_ms = $17,"
+                       " lost_workers = $18 WHERE session_id = $1 AND exec_id = $2",
     [PG_STEP_DELETE] = "DELETE FROM steps WHERE session_id = $1 AND exec_id = $2",
     /* Read-only (outside a write transaction): no locks. */
     [PG_STEP_FIRST_DUE] = "SELECT " STEP_COLS " FROM steps WHERE due_ms <= $1"
@@ -91,7 +92,7 @@ static const char *const sql_text[PG_COUNT] = {
     [PG_STEP_CLAIM_DUE] = "SELECT st.session_id, st.exec_id, st.step_type, st.ord, st.state,"
                           " st.method, st.attempt, st.cancelled, st.input, st.options, st.wait,"
                           " st.conditions, st.recovery_error, st.due_ms, st.lease_owner,"
-                          " st.lease_until, st.started_ms FROM steps AS st"
+                          " st.lease_until, st.started_ms, st.lost_workers FROM steps AS st"
                           " JOIN sessions AS se ON se.session_id = st.session_id"
                           " WHERE st.due_ms <= $1 ORDER BY st.due_ms LIMIT 1"
                           " FOR UPDATE SKIP LOCKED",
@@ -257,12 +258,14 @@ static int ensure_connected(pg_conn *c) {
   if (c->db && !c->lost && PQstatus(c->db) == CONNECTION_OK) return DEXA_OK;
   int64_t now = mono_ms();
   if (now < c->retry_at_ms) return DEXA_E_IO;
+  int again = c->db != NULL || c->lost;
   if (c->db) PQfinish(c->db);
   c->db = NULL;
   memset(c->prepared, 0, sizeof c->prepared);
   c->lost = 0;
   PGconn *db = NULL;
-  int rc = dexa__pg_connect(c->store->conninfo, &db, NULL, 0);
+  char why[512] = "";
+  int rc = dexa__pg_connect(c->store->conninfo, &db, why, sizeof why);
   if (rc == DEXA_OK) rc = configure(db);
   if (rc != DEXA_OK) {
     if (db) PQfinish(db);
@@ -270,8 +273,14 @@ static int ensure_connected(pg_conn *c) {
     if (c->backoff_ms > BACKOFF_MAX_MS) c->backoff_ms = BACKOFF_MAX_MS;
     c->retry_at_ms = now + c->backoff_ms;
     c->lost = 1;
+    dexa__store_note(&c->store->base, DEXA_E_IO, "%s", why[0] ? why : "PostgreSQL: cannot configure the connection");
+    dexa__store_log(&c->store->base, DEXA_LOG_WARNING, "pg-reconnect",
+                    "PostgreSQL: the connection is lost: %s; connecting again in %lld ms",
+                    why[0] ? why : "cannot configure the connection", (long long)c->backoff_ms);
     return DEXA_E_IO;
   }
+  if (again || c->backoff_ms)
+    dexa__store_log(&c->store->base, DEXA_LOG_INFO, "pg-reconnected", "PostgreSQL: connected again");
   c->db = db;
   c->backoff_ms = 0;
   c->retry_at_ms = 0;
@@ -507,6 +516,8 @@ int dexa__pg_open(dexa__store **out, const char *conninfo, const dexa__store_con
   s->base.ops = &dexa__pg_ops;
   s->base.poll_ms = POLL_MS;
   s->base.batch_retry_ms = BATCH_RETRY_MS;
+  s->base.log = cfg->log;
+  s->base.log_ctx = cfg->log_ctx;
   pthread_mutex_init(&s->wake_mu, NULL);
   instance_name(s->instance, sizeof s->instance);
   s->conninfo = strdup(conninfo);

@@ -19,11 +19,17 @@
 #include "dexagents/errors.h"
 #include "store/pg_internal.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 /* The advisory lock every opener takes: "dexa" in ASCII. */
 #define SCHEMA_LOCK "1684371553"
 
-static const char create_v1[] =
+/* Version 2 counts the lost workers of each Step execution apart from its
+ * failed attempts (steps.lost_workers; runtime/failures.c); version 1 rows
+ * start at 0. */
+static const char migrate_v1_steps[] =
+    "ALTER TABLE steps ADD COLUMN IF NOT EXISTS lost_workers bigint NOT NULL DEFAULT 0;";
+
+static const char create_v2[] =
     "CREATE TABLE IF NOT EXISTS sessions(session_id text NOT NULL PRIMARY KEY,"
     " flow_type text NOT NULL, created_ms bigint NOT NULL, status bigint NOT NULL,"
     " event_seq bigint NOT NULL, step_ord bigint NOT NULL, settings bytea,"
@@ -38,7 +44,8 @@ static const char create_v1[] =
     " method bigint NOT NULL, attempt bigint NOT NULL, cancelled bigint NOT NULL,"
     " input bytea, options bytea, wait bytea, conditions bytea, recovery_error bytea,"
     " due_ms bigint, lease_owner text, lease_until bigint NOT NULL,"
-    " started_ms bigint NOT NULL, PRIMARY KEY(session_id, exec_id));"
+    " started_ms bigint NOT NULL, lost_workers bigint NOT NULL DEFAULT 0,"
+    " PRIMARY KEY(session_id, exec_id));"
     "CREATE INDEX IF NOT EXISTS steps_due ON steps(due_ms) WHERE due_ms IS NOT NULL;";
 
 /* Runs sql; on failure writes what the server said (never the conninfo). */
@@ -91,7 +98,8 @@ static int upgrade(PGconn *db, int version, char *errmsg, size_t n) {
   if (version == SCHEMA_VERSION) return DEXA_OK;
   int rc = exec(db, "CREATE TABLE IF NOT EXISTS dexa_meta(key text PRIMARY KEY, value text)",
                 NULL, errmsg, n);
-  if (rc == DEXA_OK) rc = exec(db, create_v1, NULL, errmsg, n);
+  if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1_steps, NULL, errmsg, n);
+  if (rc == DEXA_OK) rc = exec(db, create_v2, NULL, errmsg, n);
   char sql[160];
   snprintf(sql, sizeof sql,
            "INSERT INTO dexa_meta(key, value) VALUES('schema_version', '%d')"

@@ -36,7 +36,7 @@ int dexa__sq_session_dump(dexa__store_conn *base, const char *id, dexa__session_
     out->step_ord = sqlite3_column_int64(st, 4);
     if (rc == DEXA_OK) rc = dexa__sq_col_dup(st, 5, &out->settings, &out->settings_len);
   } else {
-    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r);
+    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_st_err(st, r);
   }
   sqlite3_finalize(st);
   if (rc != DEXA_OK) dexa__session_dump_free(out);
@@ -60,7 +60,7 @@ int dexa__sq_session_restore(dexa__store_conn *base, const dexa__session_dump *d
     BIND(rc, dexa__sq_int64(st, 4, d->step_ord));
     if (rc == DEXA_OK) {
       int r = sqlite3_step(st);
-      rc = r == SQLITE_DONE ? DEXA_OK : dexa__sq_err(r);
+      rc = r == SQLITE_DONE ? DEXA_OK : dexa__sq_st_err(st, r);
     }
   }
   sqlite3_finalize(st);
@@ -84,7 +84,7 @@ int dexa__sq_chan_scan(dexa__store_conn *base, const char *sid, dexa__chan_visit
     rc = dexa__sq_column_value(st, 2, &c->rowbuf, &c->rowcap, &v, &vn);
     if (rc == DEXA_OK) rc = visit(ctx, ch ? ch : "", chlen, sqlite3_column_int64(st, 1), v, vn);
   }
-  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_st_err(st, r);
   sqlite3_finalize(st);
   return rc;
 }
@@ -102,7 +102,7 @@ int dexa__sq_integrity_check(dexa__store_conn *base, dexa__problem_fn report, vo
       report(ctx, msg);
     }
   }
-  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_st_err(st, r);
   sqlite3_finalize(st);
   return rc;
 }

@@ -100,7 +100,7 @@ static int memo_row(sq_conn *c, const char *id, dexa__memo_row **out) {
       rc = DEXA_E_NOMEM;
     }
   } else {
-    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r);
+    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_st_err(st, r);
   }
   sqlite3_reset(st);
   return rc;
@@ -214,7 +214,7 @@ int dexa__sq_session_data_version(dexa__store_conn *c, const char *id, int64_t *
   if (rc != DEXA_OK) return rc;
   int r = sqlite3_step(st);
   if (r == SQLITE_ROW) *ver = sqlite3_column_int64(st, 0);
-  rc = r == SQLITE_ROW ? DEXA_OK : (r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r));
+  rc = r == SQLITE_ROW ? DEXA_OK : (r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_st_err(st, r));
   sqlite3_reset(st);
   return rc;
 }
@@ -250,7 +250,7 @@ int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *be
     if (rc == DEXA_OK) rc = visit(ctx, &row);
     dexa__session_row_free(&row);
   }
-  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_st_err(st, r);
   sqlite3_reset(st);
   return rc;
 }
@@ -269,7 +269,7 @@ int dexa__sq_attr_get(dexa__store_conn *c, const char *sid, const char *key, siz
      * would keep a read snapshot and pin the WAL. */
     rc = column_value(st, 0, 1, &sc->valbuf, &sc->valcap, val, vlen);
   } else {
-    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r);
+    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_st_err(st, r);
   }
   sqlite3_reset(st);
   return rc;
@@ -340,7 +340,7 @@ int dexa__sq_attr_scan(dexa__store_conn *c, const char *sid, const char *prefix,
     if (vr < 0) rc = vr;
     if (vr != 0) break;
   }
-  if (rc == DEXA_OK && r != SQLITE_DONE && r != SQLITE_ROW) rc = dexa__sq_err(r);
+  if (rc == DEXA_OK && r != SQLITE_DONE && r != SQLITE_ROW) rc = dexa__sq_st_err(st, r);
   sqlite3_reset(st);
 cleanup:
   free(upper);
@@ -365,7 +365,7 @@ int dexa__sq_chan_count(dexa__store_conn *c, const char *sid, const char *ch, si
   if (rc != DEXA_OK) return rc;
   int r = sqlite3_step(st);
   *n = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  rc = r == SQLITE_ROW ? DEXA_OK : dexa__sq_err(r);
+  rc = r == SQLITE_ROW ? DEXA_OK : dexa__sq_st_err(st, r);
   sqlite3_reset(st);
   return rc;
 }
@@ -387,7 +387,7 @@ int dexa__sq_chan_take(dexa__store_conn *c, const char *sid, const char *ch, siz
       rc = column_value(st, 1, 0, &sc->rowbuf, &sc->rowcap, &v, &vn);
       if (rc == DEXA_OK) rc = visit(ctx, last, v, vn);
     }
-    if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+    if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_st_err(st, r);
     sqlite3_reset(st);
     if (rc != DEXA_OK || last < 0) return rc;
   }
@@ -428,7 +428,7 @@ int dexa__sq_event_read(dexa__store_conn *c, const char *sid, int64_t after_seq,
     rc = column_value(st, 1, 0, &sc->rowbuf, &sc->rowcap, &v, &vn);
     if (rc == DEXA_OK) rc = visit(ctx, sqlite3_column_int64(st, 0), v, vn);
   }
-  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_st_err(st, r);
   sqlite3_reset(st);
   return rc;
 }

@@ -11,7 +11,7 @@
   sqlite3_stmt *var = dexa__sq_stmt((sq_conn *)(conn), (id), &rc);                     \
   if (!var) return rc
 
-/* Binds the 17 columns in the order of SQ_STEP_INSERT / SQ_STEP_UPDATE. */
+/* Binds the 18 columns in the order of SQ_STEP_INSERT / SQ_STEP_UPDATE. */
 static int bind_row(sqlite3_stmt *st, const dexa__step_row *r) {
   int rc = DEXA_OK;
   BIND(rc, dexa__sq_text(st, 1, r->session_id, strlen(r->session_id)));
@@ -34,6 +34,7 @@ static int bind_row(sqlite3_stmt *st, const dexa__step_row *r) {
   BIND(rc, dexa__sq_text(st, 15, r->lease_owner, r->lease_owner ? strlen(r->lease_owner) : 0));
   BIND(rc, dexa__sq_int64(st, 16, r->lease_until));
   BIND(rc, dexa__sq_int64(st, 17, r->started_ms));
+  BIND(rc, dexa__sq_int(st, 18, r->lost_workers));
   return rc;
 }
 
@@ -57,6 +58,7 @@ static int read_row(sqlite3_stmt *st, dexa__step_row *r) {
   if (!rc) rc = dexa__sq_col_dup(st, 14, &r->lease_owner, &unused);
   r->lease_until = sqlite3_column_int64(st, 15);
   r->started_ms = sqlite3_column_int64(st, 16);
+  r->lost_workers = sqlite3_column_int(st, 17);
   if (!rc && (!r->session_id || !r->exec_id || !r->step_type)) rc = DEXA_E_CORRUPT;
   return rc;
 }
@@ -66,7 +68,7 @@ static int one_row(sqlite3_stmt *st, dexa__step_row *out) {
   memset(out, 0, sizeof *out);
   int r = sqlite3_step(st);
   int rc = r == SQLITE_ROW ? read_row(st, out)
-                           : (r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r));
+                           : (r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_st_err(st, r));
   sqlite3_reset(st);
   if (rc != DEXA_OK) dexa__step_row_free(out);
   return rc;
@@ -111,7 +113,7 @@ int dexa__sq_step_next_due(dexa__store_conn *c, int64_t *due) {
   *due = DEXA__NO_DUE;
   if (r == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
     *due = sqlite3_column_int64(st, 0);
-  rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? DEXA_OK : dexa__sq_err(r);
+  rc = (r == SQLITE_ROW || r == SQLITE_DONE) ? DEXA_OK : dexa__sq_st_err(st, r);
   sqlite3_reset(st);
   return rc;
 }
@@ -141,7 +143,7 @@ int dexa__sq_step_list(dexa__store_conn *c, const char *sid, int32_t state,
   int r = SQLITE_DONE;
   while (rc == DEXA_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
     rc = push_row(rows, n, &cap, st);
-  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_st_err(st, r);
   sqlite3_reset(st);
   if (rc != DEXA_OK) {
     dexa__step_rows_free(*rows, *n);
@@ -171,7 +173,7 @@ int dexa__sq_step_busy_count(dexa__store_conn *c, const char *sid, int64_t *n) {
   if (rc != DEXA_OK) return rc;
   int r = sqlite3_step(st);
   *n = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  rc = r == SQLITE_ROW ? DEXA_OK : dexa__sq_err(r);
+  rc = r == SQLITE_ROW ? DEXA_OK : dexa__sq_st_err(st, r);
   sqlite3_reset(st);
   return rc;
 }

@@ -34,7 +34,7 @@ typedef struct side {
 
 static int side_open(side *s, const char *uri, char *errmsg, size_t n) {
   memset(s, 0, sizeof *s);
-  dexa__store_config cfg = {uri, "full", 0};
+  dexa__store_config cfg = {uri, "full", 0, NULL, NULL};
   char why[256] = "";
   int rc = dexa__store_open(&s->store, &cfg, why, sizeof why);
   if (rc == DEXA_OK) rc = s->store->ops->conn_open(s->store, &s->conn);

@@ -68,6 +68,7 @@ run "runtime events (postgresql)" "$PG_URI" "$BUILD/test/unit/test_runtime_event
 run "runtime workers (postgresql)" "$PG_URI" "$BUILD/test/unit/test_runtime_workers"
 run "runtime crash (postgresql)" "$PG_URI" "$BUILD/test/integration/test_runtime_crash"
 run "agent crash (postgresql)" "$PG_URI" "$BUILD/test/integration/test_agent_crash"
+run "lost workers (postgresql)" "$PG_URI" "$BUILD/test/integration/test_lost_workers"
 # examples/chat with DEX_AGENT_STORE=postgresql://... (a schema of its own).
 "$PG_BIN/psql" -q -X "$PG_URI" -c "CREATE SCHEMA chat_example" >/dev/null
 echo "== chat example (postgresql)"

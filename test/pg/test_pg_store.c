@@ -18,7 +18,7 @@ static char pgdir[512];
 
 static int open_err(const char *uri, char *err, size_t n) {
   dexa__store *s = NULL;
-  dexa__store_config cfg = {uri, NULL, 0};
+  dexa__store_config cfg = {uri, NULL, 0, NULL, NULL};
   err[0] = '\0';
   int rc = dexa__store_open(&s, &cfg, err, n);
   if (s) s->ops->close(s);
@@ -64,16 +64,39 @@ static int64_t meta_version(const char *path) {
   return v;
 }
 
+/* A version 1 database (steps without lost_workers) is migrated on open:
+ * old rows count 0 lost workers. */
+static void test_version_1_schema_gets_lost_worker_counts(void) {
+  char path[1024], err[512];
+  temp_store_path(path, sizeof path, "v1");
+  CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
+  PGconn *db = PQconnectdb(path);
+  PQclear(PQexec(db, "ALTER TABLE steps DROP COLUMN lost_workers"));
+  PQclear(PQexec(db, "INSERT INTO steps VALUES('s', 'RunModel-3', 'RunModel', 3, 3, 2, 2, 0,"
+                     " NULL, NULL, NULL, NULL, NULL, 0, 'w', 0, 0)"));
+  PQclear(PQexec(db, "UPDATE dexa_meta SET value = '1' WHERE key = 'schema_version'"));
+  PQfinish(db);
+  CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
+  CHECK_EQ_INT(meta_version(path), 2);
+  db = PQconnectdb(path);
+  PGresult *r = PQexec(db, "SELECT lost_workers FROM steps");
+  CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1);
+  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) CHECK_STR(PQgetvalue(r, 0, 0), "0");
+  PQclear(r);
+  PQfinish(db);
+  temp_store_remove(path);
+}
+
 static void test_newer_schema_is_refused_and_left_alone(void) {
   char path[1024], err[512];
   temp_store_path(path, sizeof path, "newer");
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
-  CHECK_EQ_INT(meta_version(path), 1);
+  CHECK_EQ_INT(meta_version(path), 2);
   PGconn *db = PQconnectdb(path);
   PQclear(PQexec(db, "UPDATE dexa_meta SET value = '99' WHERE key = 'schema_version'"));
   PQfinish(db);
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_E_UNSUPPORTED);
-  CHECK_CONTAINS(err, "schema version 99 is newer than this library's (1)");
+  CHECK_CONTAINS(err, "schema version 99 is newer than this library's (2)");
   CHECK_EQ_INT(meta_version(path), 99);
   temp_store_remove(path);
 }
@@ -269,6 +292,7 @@ int main(void) {
   RUN(test_wrong_password_is_an_auth_error);
   RUN(test_database_without_rights_is_an_auth_error);
   RUN(test_newer_schema_is_refused_and_left_alone);
+  RUN(test_version_1_schema_gets_lost_worker_counts);
   RUN(test_a_commit_wakes_another_store);
   RUN(test_two_stores_never_claim_one_step_twice);
   RUN(test_client_only_runtime_sees_other_workers_events);

@@ -679,6 +679,36 @@ class HostModeTest(unittest.TestCase):
             with self.assertRaises(ValueError):
                 task.dispatch()
 
+    def test_log_callback_hears_of_a_lost_worker(self):
+        logs, lock = [], threading.Lock()
+
+        def log(level, message):
+            with lock:
+                logs.append((level, message))
+        agent = dx.Agent("x", tools=make_tools([]))
+        with dx.Runtime(agent, workers=0, lease_ms=200, log=log) as rt:
+            sid = rt.start_session("s-log")
+            rt.send(sid, "hello")
+            task = rt.poll(timeout=WAIT)
+            self.assertEqual(task.call.attempt, 1)
+            rt.abandon(task)  # as if its worker died: the lease runs out
+            deadline = time.monotonic() + WAIT
+            while time.monotonic() < deadline:
+                rt.run_ready()
+                with lock:
+                    if any("worker lost 1 time" in m for _, m in logs):
+                        break
+                time.sleep(0.05)
+            with lock:
+                lost = [(lv, m) for lv, m in logs if "worker lost 1 time" in m]
+            self.assertTrue(lost, logs)
+            self.assertEqual(lost[0][0], 3)  # DEXA_LOG_INFO
+            self.assertIn(sid, lost[0][1])
+            rt.wait_idle(sid, WAIT)
+            self.assertEqual(rt.snapshot(sid).turn.status, "idle")
+        with self.assertRaises(TypeError):
+            dx.Runtime(agent, workers=0, log="not callable")
+
 
 @unittest.skipIf(SANITIZED, "sanitizer build: the library cannot load into python3")
 class McpSourceTest(unittest.TestCase):

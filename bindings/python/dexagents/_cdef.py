@@ -238,6 +238,7 @@ int dexa_wait_evaluate(char **out, size_t *out_len, const char *wait_json, size_
 
 /* runtime.h */
 typedef int64_t (*dexa_clock_fn)(void *user_data);
+typedef void (*dexa_log_fn)(void *user_data, int32_t level, const char *message);
 typedef struct dexa_runtime_options {
   uint32_t struct_size;
   int32_t reserved0;
@@ -249,6 +250,8 @@ typedef struct dexa_runtime_options {
   void *clock_user_data;
   int64_t events_retained;
   int64_t session_cache_bytes;
+  dexa_log_fn log;
+  void *log_user_data;
 } dexa_runtime_options;
 int dexa_runtime_options_init(dexa_runtime_options *options, size_t struct_size);
 int dexa_runtime_new(dexa_runtime **out, const dexa_agent *agent,
