@@ -82,17 +82,29 @@ typedef struct pg_store {
   pthread_mutex_t wake_mu;
   dexa__store_wake_fn wake;
   void *wake_ctx;
+  int pipeline; /* write and read transactions in libpq's pipeline mode */
 } pg_store;
+
+#define PG_MAX_SAVEPOINTS 16
 
 typedef struct pg_conn {
   dexa__store_conn base; /* first: the store code casts between them */
   pg_store *store;
   PGconn *db;
-  unsigned char prepared[PG_COUNT];
   PGresult *held; /* keeps attr_get's borrowed value */
   int in_tx;      /* inside begin_write/begin_read ... commit/rollback */
   int writing;
   int lost;       /* the connection broke inside the open transaction */
+  /* Pipelining (pg_conn.c): statements sent and results read in this
+   * transaction (their sequence numbers), queued results, the first
+   * failure found among them, where each open savepoint starts. */
+  int pipe;
+  int64_t nsent, nread, npending;
+  int failed_rc;
+  int64_t failed_seq;
+  int64_t sp_seq[PG_MAX_SAVEPOINTS];
+  int sp_depth, sp_used;
+  int strict_next; /* the next transaction defers nothing */
   int64_t retry_at_ms, backoff_ms; /* reconnecting: not before retry_at */
   char *buf;      /* an unpacked value */
   size_t cap;
