@@ -110,6 +110,12 @@ static const char *const sql_text[PG_COUNT] = {
     [PG_EVENT_READ] = "SELECT seq, value FROM session_data WHERE skey = " SKEY " AND kind = 2"
                       " AND key = '\\x'::bytea AND seq > $3 ORDER BY seq LIMIT $4",
     [PG_NOTIFY] = "SELECT pg_notify('" DEXA__PG_CHANNEL "', $1)",
+    /* Sent right after PG_SESSION_LOCK: the attributes write transactions
+     * usually read ($2: their keys in hex). */
+    [PG_ATTR_PREFETCH] = "SELECT key, value FROM session_data WHERE skey ="
+                         " (SELECT skey FROM sessions WHERE session_id = $1) AND kind = 0"
+                         " AND key = ANY(ARRAY(SELECT decode(k, 'hex') FROM unnest($2::text[]) AS k))"
+                         " AND seq = 0",
 };
 
 static int64_t mono_ms(void) {
@@ -438,45 +444,72 @@ static int pipe_send_sql(pg_conn *c, const char *sql) {
   return DEXA_OK;
 }
 
-/* A statement whose answer the caller needs, in the pipeline: the queue is
- * read, then its result. */
-static PGresult *pipe_run(pg_conn *c, pg_stmt_id id, const pg_params *p, int *rc) {
+/* Statements whose answers the caller needs, in the pipeline: sent
+ * together, then the queue is read, then their results (in r[0..n)). A
+ * failure of one of them is the caller's error, as without the pipeline. */
+static int pipe_run_n(pg_conn *c, int n, const pg_stmt_id *ids, const pg_params *const *ps,
+                      PGresult **r) {
+  for (int i = 0; i < n; i++) r[i] = NULL;
   if (c->failed_rc) {
-    *rc = pipe_verdict(c);
-    if (*rc == DEXA_OK) *rc = DEXA_E_BUSY;
-    return NULL;
+    int rc = pipe_verdict(c);
+    return rc == DEXA_OK ? DEXA_E_BUSY : rc;
   }
-  *rc = pipe_send(c, id, p);
-  if (*rc != DEXA_OK) return NULL;
-  int64_t mine = c->nsent - 1;
+  for (int i = 0; i < n; i++) {
+    int rc = pipe_send(c, ids[i], ps[i]);
+    if (rc != DEXA_OK) return rc;
+  }
+  int64_t first = c->nsent - n;
   if (PQsendFlushRequest(c->db) == 0 || PQflush(c->db) != 0) c->lost = 1;
-  while (!c->lost && c->nread < mine) pipe_read_one(c, 0);
-  PGresult *r = NULL;
-  if (!c->lost) {
-    int64_t before = c->failed_rc ? c->failed_seq : INT64_MAX;
-    r = pipe_read_one(c, 1);
-    if (r && c->failed_rc && c->failed_seq == mine && before == INT64_MAX) {
-      /* This statement's own failure: the caller's error, as without the
-       * pipeline. */
-      *rc = c->failed_rc;
-      PQclear(r);
-      pipe_resync(c);
-      return NULL;
-    }
-  }
+  while (!c->lost && c->nread < first) pipe_read_one(c, 0);
+  int earlier = c->failed_rc != 0;
+  for (int i = 0; i < n && !c->lost; i++) r[i] = pipe_read_one(c, 1);
   if (c->lost) {
-    pipe_failed(c, mine, DEXA_E_BUSY);
+    pipe_failed(c, first, DEXA_E_BUSY);
     c->npending = 0;
   }
-  if (c->failed_rc) {
-    if (r) PQclear(r);
-    *rc = pipe_verdict(c);
-    if (*rc == DEXA_OK) *rc = DEXA_E_BUSY;
-    pipe_resync(c);
-    return NULL;
+  if (!c->failed_rc) return DEXA_OK;
+  for (int i = 0; i < n; i++) {
+    if (r[i]) PQclear(r[i]);
+    r[i] = NULL;
   }
-  *rc = DEXA_OK;
+  int rc;
+  if (!earlier && c->failed_seq >= first && c->failed_rc != DEXA_E_BUSY) {
+    rc = c->failed_rc; /* its own failure */
+  } else {
+    rc = pipe_verdict(c);
+    if (rc == DEXA_OK) rc = DEXA_E_BUSY;
+  }
+  pipe_resync(c);
+  return rc;
+}
+
+static PGresult *pipe_run(pg_conn *c, pg_stmt_id id, const pg_params *p, int *rc) {
+  PGresult *r = NULL;
+  *rc = pipe_run_n(c, 1, &id, &p, &r);
   return r;
+}
+
+int dexa__pg_run2(pg_conn *c, pg_stmt_id id1, const pg_params *p1, pg_stmt_id id2,
+                  const pg_params *p2, PGresult **r1, PGresult **r2) {
+  *r1 = *r2 = NULL;
+  if (c->pipe) {
+    pg_stmt_id ids[2] = {id1, id2};
+    const pg_params *ps[2] = {p1, p2};
+    PGresult *r[2];
+    int rc = pipe_run_n(c, 2, ids, ps, r);
+    *r1 = r[0];
+    *r2 = r[1];
+    return rc;
+  }
+  int rc;
+  *r1 = dexa__pg_run(c, id1, p1, &rc);
+  if (!*r1) return rc;
+  *r2 = dexa__pg_run(c, id2, p2, &rc);
+  if (!*r2) {
+    PQclear(*r1);
+    *r1 = NULL;
+  }
+  return rc;
 }
 
 PGresult *dexa__pg_run(pg_conn *c, pg_stmt_id id, const pg_params *p, int *rc) {
@@ -544,6 +577,7 @@ static void pipe_leave(pg_conn *c) {
 }
 
 static void end_transaction(pg_conn *c) {
+  dexa__pg_txattr_clear(c);
   dexa__write_log_clear(&c->log);
   dexa__session_memo_clear(&c->memo);
   touched_clear(c);
@@ -741,6 +775,7 @@ static int pg_rollback_to(dexa__store_conn *base) {
   pg_conn *c = (pg_conn *)base;
   dexa__write_log_rollback_to(&c->log);
   dexa__session_memo_rollback_to(&c->memo);
+  dexa__pg_txattr_clear(c);
   if (!c->pipe) return command(c, "ROLLBACK TO sp; RELEASE sp");
   pipe_drain(c);
   /* Failures inside the savepoint are what is being undone; one before it
@@ -804,6 +839,7 @@ static void pg_conn_close(dexa__store_conn *base) {
   free(c->buf);
   free(c->packbuf);
   free(c->touched);
+  free(c->txa);
   dexa__write_log_free(&c->log);
   dexa__session_memo_free(&c->memo);
   free(c);
@@ -815,6 +851,8 @@ static void pg_close(dexa__store *base) {
   dexa__pg_listener_stop(s->listener);
   dexa__session_cache_free(s->base.cache);
   pthread_mutex_destroy(&s->wake_mu);
+  pthread_mutex_destroy(&s->hot_mu);
+  for (int i = 0; i < s->nhot; i++) free(s->hot[i]);
   free(s->conninfo);
   free(s);
 }
@@ -854,6 +892,7 @@ int dexa__pg_open(dexa__store **out, const char *conninfo, const dexa__store_con
   const char *pl = getenv("DEXA_PG_PIPELINE");
   s->pipeline = !(pl && strcmp(pl, "0") == 0);
   pthread_mutex_init(&s->wake_mu, NULL);
+  pthread_mutex_init(&s->hot_mu, NULL);
   instance_name(s->instance, sizeof s->instance);
   s->conninfo = strdup(conninfo);
   int rc = s->conninfo ? DEXA_OK : DEXA_E_NOMEM;
