@@ -35,6 +35,7 @@
 #include <libpq-fe.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +66,49 @@ int sqlite3_open_v2(const char *filename, sqlite3 **db, int flags, const char *v
   return rc;
 }
 
+/* ---- counting PostgreSQL round trips ------------------------------------
+ * The same way: the libpq calls after which the store waits for the server
+ * (a statement run alone, or a flush request or sync point of a pipeline)
+ * are interposed and counted, in a counter shared with the worker
+ * processes (-p), which are forks of this one. */
+static atomic_long *g_round_trips;
+
+static void *real_fn(void **slot, const char *name) {
+  if (!*slot) *slot = dlsym(RTLD_NEXT, name);
+  return *slot;
+}
+
+static void count_round_trip(void) {
+  if (g_round_trips) atomic_fetch_add(g_round_trips, 1);
+}
+
+PGresult *PQexec(PGconn *db, const char *q) {
+  static void *f;
+  count_round_trip();
+  return ((PGresult * (*)(PGconn *, const char *)) real_fn(&f, "PQexec"))(db, q);
+}
+
+PGresult *PQexecPrepared(PGconn *db, const char *name, int n, const char *const *v,
+                         const int *len, const int *fmt, int rfmt) {
+  static void *f;
+  count_round_trip();
+  return ((PGresult * (*)(PGconn *, const char *, int, const char *const *, const int *,
+                          const int *, int)) real_fn(&f, "PQexecPrepared"))(db, name, n, v, len,
+                                                                             fmt, rfmt);
+}
+
+int PQsendFlushRequest(PGconn *db) {
+  static void *f;
+  count_round_trip();
+  return ((int (*)(PGconn *))real_fn(&f, "PQsendFlushRequest"))(db);
+}
+
+int PQpipelineSync(PGconn *db) {
+  static void *f;
+  count_round_trip();
+  return ((int (*)(PGconn *))real_fn(&f, "PQpipelineSync"))(db);
+}
+
 /* ---- the host model and tools ---------------------------------------------- */
 #define MAX_SESSIONS 100000
 
@@ -85,6 +129,9 @@ typedef struct bench {
   unsigned char *almost_done; /* per session: final answer generated */
   int done_fd;                /* -p: the worker processes' reports */
   int *sent;                  /* per session: turns sent */
+  double *sent_at;            /* per session: when its last turn was sent */
+  double *latency;            /* per finished turn: send to idle, seconds */
+  long nlatency;
 } bench;
 
 
@@ -197,7 +244,8 @@ static int make_agent(bench *b) {
 /* ---- one pass: S sessions x T turns ------------------------------------------ */
 
 typedef struct pass_result {
-  double wall_s, cpu_s;
+  double wall_s, cpu_s, p50_s, p99_s;
+  long round_trips, pg_commits, pg_syncs;
   long turns, model_calls, tool_calls, commits, methods;
   double bytes_per_session;
 } pass_result;
@@ -208,6 +256,7 @@ static int send_turn(bench *b, int s) {
   int n = snprintf(text, sizeof text, "{\"text\":\"turn %d: read a and b\"}", b->sent[s] + 1);
   char *out = NULL;
   size_t len = 0;
+  b->sent_at[s] = now_s();
   int rc = dexa_runtime_call(b->rt, sid, "send_message", text, (size_t)n, &out, &len);
   if (rc != DEXA_OK) fprintf(stderr, "turns: send_message %s: %s %s\n", sid, dexa_strerror(rc), out ? out : "");
   dexa_free(out);
@@ -234,6 +283,8 @@ static void *drive(void *arg) {
   int mine = 0, finished = 0;
   for (int s = d->index; s < b->sessions; s += d->count) mine++;
   int *check = malloc((size_t)mine * sizeof *check);
+  uint64_t *gens = calloc((size_t)mine + 1, sizeof *gens);
+  double *looked = calloc((size_t)mine + 1, sizeof *looked);
   for (int s = d->index; s < b->sessions && d->rc == DEXA_OK; s += d->count) d->rc = send_turn(b, s);
   while (finished < mine && d->rc == DEXA_OK) {
     int n = 0;
@@ -252,9 +303,19 @@ static void *drive(void *arg) {
     for (int i = 0; i < n && d->rc == DEXA_OK; i++) {
       char sid[32];
       session_id(sid, sizeof sid, check[i]);
+      /* -p: the final answer is committed by another process, which this
+       * runtime hears of (LISTEN/NOTIFY): look only once it has, or after
+       * 100 ms, not every 2 ms (a store query each). */
+      uint64_t gen = dexa__session_gen(b->rt, sid);
+      if (b->procs && gen == gens[check[i] / d->count] &&
+          now_s() - looked[check[i] / d->count] < 0.1)
+        continue;
+      gens[check[i] / d->count] = gen;
+      looked[check[i] / d->count] = now_s();
       if (dexa_runtime_wait_idle(b->rt, sid, 0) != DEXA_OK) continue;
       pthread_mutex_lock(&b->mu);
       b->almost_done[check[i]] = 0;
+      b->latency[b->nlatency++] = now_s() - b->sent_at[check[i]];
       pthread_mutex_unlock(&b->mu);
       progressed = 1;
       if (b->sent[check[i]] < b->turns) d->rc = send_turn(b, check[i]);
@@ -265,6 +326,8 @@ static void *drive(void *arg) {
     if (n && !progressed) usleep(b->procs ? 2000 : 500);
   }
   free(check);
+  free(gens);
+  free(looked);
   return NULL;
 }
 
@@ -302,6 +365,25 @@ static long pg_store_bytes(const char *conninfo) {
   PQclear(r);
   PQfinish(db);
   return n;
+}
+
+/* The database's committed transactions and the server's WAL syncs
+ * (fsyncs) so far. */
+static void pg_counters(const char *conninfo, long *commits, long *syncs) {
+  PGconn *db = PQconnectdb(conninfo);
+  PGresult *r = PQexec(db, "SELECT (SELECT xact_commit FROM pg_stat_database"
+                           " WHERE datname = current_database()), (SELECT wal_sync FROM pg_stat_wal)");
+  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r)) {
+    *commits = atol(PQgetvalue(r, 0, 0));
+    *syncs = atol(PQgetvalue(r, 0, 1));
+  }
+  PQclear(r);
+  PQfinish(db);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
 }
 
 /* CPU seconds of the PostgreSQL server: the postmaster of the data
@@ -437,6 +519,9 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
   b->turns = turns;
   b->almost_done = calloc((size_t)sessions, 1);
   b->sent = calloc((size_t)sessions, sizeof(int));
+  b->sent_at = calloc((size_t)sessions, sizeof(double));
+  b->latency = calloc((size_t)sessions * (size_t)turns + 1, sizeof(double));
+  b->nlatency = 0;
   atomic_store(&b->model_calls, 0);
   atomic_store(&b->tool_calls, 0);
   procs p = {0};
@@ -470,6 +555,9 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
   }
   long commits0 = atomic_load(&g_commits);
   if (b->procs) pthread_create(&reader, NULL, procs_read, b);
+  long pgc0 = 0, pgs0 = 0;
+  if (dexa__store_is_pg(store)) pg_counters(store, &pgc0, &pgs0);
+  long rt0 = g_round_trips ? atomic_load(g_round_trips) : 0;
   double cpu0 = rusage_s(RUSAGE_SELF) + pg_server_cpu_s();
   double t0 = now_s();
   if (rc == DEXA_OK) rc = drive_all(b);
@@ -483,6 +571,18 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
     res->cpu_s += rusage_s(RUSAGE_CHILDREN) - children0;
   }
   res->commits = atomic_load(&g_commits) - commits0;
+  if (g_round_trips) res->round_trips = atomic_load(g_round_trips) - rt0;
+  if (dexa__store_is_pg(store)) {
+    long c1 = 0, s1 = 0;
+    pg_counters(store, &c1, &s1);
+    res->pg_commits = c1 - pgc0;
+    res->pg_syncs = s1 - pgs0;
+  }
+  qsort(b->latency, (size_t)b->nlatency, sizeof *b->latency, cmp_double);
+  if (b->nlatency) {
+    res->p50_s = b->latency[b->nlatency / 2];
+    res->p99_s = b->latency[(b->nlatency * 99) / 100 - (b->nlatency >= 100)];
+  }
   dexa_runtime_stop(b->rt);
   dexa_runtime_free(b->rt);
   b->rt = NULL;
@@ -500,6 +600,8 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
 done:
   free(b->almost_done);
   free(b->sent);
+  free(b->sent_at);
+  free(b->latency);
   return rc;
 }
 
@@ -750,6 +852,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  g_round_trips = mmap(NULL, sizeof *g_round_trips, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (g_round_trips == MAP_FAILED) g_round_trips = NULL;
   pthread_mutex_init(&b.mu, NULL);
   pthread_cond_init(&b.cv, NULL);
   if (make_agent(&b) != DEXA_OK) return 1;
@@ -781,8 +886,17 @@ int main(int argc, char **argv) {
   printf("  %-34s %10.0f /s        (%ld methods: %ld RunModel + %ld CallTool dispatched by\n"
          "  %-34s %10s              workers, + 4 locked methods per turn run inline)\n",
          "Step methods", r.methods / r.wall_s, r.methods, r.model_calls, r.tool_calls, "", "");
-  printf("  %-34s %10ld         (%.2f per turn; SQLite write transactions, group commit)\n",
-         "store commits", r.commits, (double)r.commits / r.turns);
+  printf("  %-34s %10.1f ms      (p99 %.1f ms; a message sent to its session idle again)\n",
+         "turn latency p50", r.p50_s * 1e3, r.p99_s * 1e3);
+  if (temp_store_is_pg()) {
+    printf("  %-34s %10.1f         (%ld: statements run alone, pipeline flushes and syncs, all processes)\n",
+           "PostgreSQL round trips per turn", (double)r.round_trips / r.turns, r.round_trips);
+    printf("  %-34s %10.2f         (%.2f WAL fsyncs per turn; transactions of the database, reads too)\n",
+           "PostgreSQL commits per turn", (double)r.pg_commits / r.turns, (double)r.pg_syncs / r.turns);
+  } else {
+    printf("  %-34s %10ld         (%.2f per turn; SQLite write transactions, group commit)\n",
+           "store commits", r.commits, (double)r.commits / r.turns);
+  }
   printf("  %-34s %10.1f KB      (target < 30 KB at 10 turns; file + WAL after checkpoint,\n"
          "  %-34s %10s         PostgreSQL: tables, indexes and TOAST after VACUUM)\n",
          "store bytes per session", r.bytes_per_session / 1024, "", "");
