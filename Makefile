@@ -98,7 +98,7 @@ DEX_AGENT_LISTEN ?= 127.0.0.1:8080
 ABI_BASELINE := abi/libdexagents.abi
 
 .DELETE_ON_ERROR:
-.PHONY: all cli lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench run run-chat check \
+.PHONY: all cli lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench bench-pg run run-chat check \
   check-asan check-tsan check-valgrind check-abi abi-update fuzz install install-shared install-static \
   install-includes install-man install-pc install-bin install-ui uninstall clean help ldconfig \
   python-dist node-pack python-reference
@@ -176,6 +176,12 @@ examples: $(EXAMPLES)
 
 bench: $(BENCH_BINS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
+
+# W1 (in-process workers, then 1, 2 and 4 worker processes) and W2 on a
+# throwaway PostgreSQL cluster; BENCH_ROUNDS runs of each (default 3).
+BENCH_ROUNDS ?= 3
+bench-pg: $(BENCH_BINS)
+	@BUILD=$(BUILD) bash test/pg/_bench.sh $(BENCH_ROUNDS)
 
 # ---- fuzzing (clang libFuzzer) ---------------------------------------------
 # `make fuzz` builds every test/fuzz/fuzz_*.c as build-fuzz/test/fuzz/NAME
@@ -391,7 +397,7 @@ clean:
 help:
 	@echo "targets: all cli lib-shared lib-static deps examples tests bindings check check-asan check-tsan check-valgrind"
 	@echo "         python-dist node-pack python-reference ldconfig"
-	@echo "         bench run run-chat install uninstall check-abi abi-update fuzz clean"
+	@echo "         bench bench-pg run run-chat install uninstall check-abi abi-update fuzz clean"
 	@echo "install: PREFIX=$(PREFIX) DESTDIR= BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"
 	@echo "         MANDIR=$(MANDIR) PKGCONFIGDIR=$(PKGCONFIGDIR) DATADIR=$(DATADIR)"
 	@echo "command: $(CLI) (dexagents: chat, sessions, serve, worker, graph, store)"

@@ -44,6 +44,7 @@
 #include <libpq-fe.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -111,6 +112,49 @@ int fdatasync(int fd) {
   if (!real) real = (sync_fn)dlsym(RTLD_NEXT, "fdatasync");
   atomic_fetch_add(&g_syncs, 1);
   return real ? real(fd) : -1;
+}
+
+/* ---- counting PostgreSQL round trips ------------------------------------
+ * The same way: the libpq calls after which the store waits for the server
+ * (a statement run alone, or a flush request or sync point of a pipeline)
+ * are interposed and counted, in a counter shared with the worker
+ * processes (-p), which are forks of this one. */
+static atomic_long *g_round_trips;
+
+static void *real_fn(void **slot, const char *name) {
+  if (!*slot) *slot = dlsym(RTLD_NEXT, name);
+  return *slot;
+}
+
+static void count_round_trip(void) {
+  if (g_round_trips) atomic_fetch_add(g_round_trips, 1);
+}
+
+PGresult *PQexec(PGconn *db, const char *q) {
+  static void *f;
+  count_round_trip();
+  return ((PGresult * (*)(PGconn *, const char *)) real_fn(&f, "PQexec"))(db, q);
+}
+
+PGresult *PQexecPrepared(PGconn *db, const char *name, int n, const char *const *v,
+                         const int *len, const int *fmt, int rfmt) {
+  static void *f;
+  count_round_trip();
+  return ((PGresult * (*)(PGconn *, const char *, int, const char *const *, const int *,
+                          const int *, int)) real_fn(&f, "PQexecPrepared"))(db, name, n, v, len,
+                                                                             fmt, rfmt);
+}
+
+int PQsendFlushRequest(PGconn *db) {
+  static void *f;
+  count_round_trip();
+  return ((int (*)(PGconn *))real_fn(&f, "PQsendFlushRequest"))(db);
+}
+
+int PQpipelineSync(PGconn *db) {
+  static void *f;
+  count_round_trip();
+  return ((int (*)(PGconn *))real_fn(&f, "PQpipelineSync"))(db);
 }
 
 /* ---- the host model and tools ---------------------------------------------- */
@@ -274,6 +318,7 @@ typedef struct pass_result {
   long turns, model_calls, tool_calls, commits, methods, syncs, stmts;
   double switches; /* context switches of this process (voluntary + not) */
   double sys_s;    /* the system (kernel) share of cpu_s, this process */
+  long round_trips, pg_commits, pg_syncs;
   double bytes_per_session;
 } pass_result;
 
@@ -315,6 +360,8 @@ static void *drive(void *arg) {
   int mine = 0, finished = 0;
   for (int s = d->index; s < b->sessions; s += d->count) mine++;
   int *check = malloc((size_t)mine * sizeof *check);
+  uint64_t *gens = calloc((size_t)mine + 1, sizeof *gens);
+  double *looked = calloc((size_t)mine + 1, sizeof *looked);
   for (int s = d->index; s < b->sessions && d->rc == DEXA_OK; s += d->count) d->rc = send_turn(b, s);
   while (finished < mine && d->rc == DEXA_OK) {
     int n = 0;
@@ -333,6 +380,15 @@ static void *drive(void *arg) {
     for (int i = 0; i < n && d->rc == DEXA_OK; i++) {
       char sid[32];
       session_id(sid, sizeof sid, check[i]);
+      /* -p: the final answer is committed by another process, which this
+       * runtime hears of (LISTEN/NOTIFY): look only once it has, or after
+       * 100 ms, not every 2 ms (a store query each). */
+      uint64_t gen = dexa__session_gen(b->rt, sid);
+      if (b->procs && gen == gens[check[i] / d->count] &&
+          now_s() - looked[check[i] / d->count] < 0.1)
+        continue;
+      gens[check[i] / d->count] = gen;
+      looked[check[i] / d->count] = now_s();
       if (dexa_runtime_wait_idle(b->rt, sid, 0) != DEXA_OK) continue;
       pthread_mutex_lock(&b->mu);
       b->almost_done[check[i]] = 0;
@@ -347,6 +403,8 @@ static void *drive(void *arg) {
     if (n && !progressed) usleep(b->procs ? 2000 : 500);
   }
   free(check);
+  free(gens);
+  free(looked);
   return NULL;
 }
 
@@ -453,6 +511,20 @@ static long pg_store_bytes(const char *conninfo) {
   PQclear(r);
   PQfinish(db);
   return n;
+}
+
+/* The database's committed transactions and the server's WAL syncs
+ * (fsyncs) so far. */
+static void pg_counters(const char *conninfo, long *commits, long *syncs) {
+  PGconn *db = PQconnectdb(conninfo);
+  PGresult *r = PQexec(db, "SELECT (SELECT xact_commit FROM pg_stat_database"
+                           " WHERE datname = current_database()), (SELECT wal_sync FROM pg_stat_wal)");
+  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r)) {
+    *commits = atol(PQgetvalue(r, 0, 0));
+    *syncs = atol(PQgetvalue(r, 0, 1));
+  }
+  PQclear(r);
+  PQfinish(db);
 }
 
 /* CPU seconds of the PostgreSQL server: the postmaster of the data
@@ -644,6 +716,9 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
   long stmts0 = atomic_load(&g_stmts);
   double switches0 = switches_now(), sys0 = rusage_sys_s();
   if (b->procs) pthread_create(&reader, NULL, procs_read, b);
+  long pgc0 = 0, pgs0 = 0;
+  if (dexa__store_is_pg(store)) pg_counters(store, &pgc0, &pgs0);
+  long rt0 = g_round_trips ? atomic_load(g_round_trips) : 0;
   double cpu0 = rusage_s(RUSAGE_SELF) + pg_server_cpu_s();
   double t0 = now_s();
   CALLGRIND_ZERO_STATS;
@@ -663,6 +738,13 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
   res->stmts = atomic_load(&g_stmts) - stmts0;
   res->switches = switches_now() - switches0;
   res->sys_s = rusage_sys_s() - sys0;
+  if (g_round_trips) res->round_trips = atomic_load(g_round_trips) - rt0;
+  if (dexa__store_is_pg(store)) {
+    long c1 = 0, s1 = 0;
+    pg_counters(store, &c1, &s1);
+    res->pg_commits = c1 - pgc0;
+    res->pg_syncs = s1 - pgs0;
+  }
   dexa_runtime_stop(b->rt);
   dexa_runtime_free(b->rt);
   b->rt = NULL;
@@ -944,6 +1026,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  g_round_trips = mmap(NULL, sizeof *g_round_trips, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (g_round_trips == MAP_FAILED) g_round_trips = NULL;
   pthread_mutex_init(&b.mu, NULL);
   pthread_cond_init(&b.cv, NULL);
   if (make_agent(&b) != DEXA_OK) return 1;
@@ -976,10 +1061,17 @@ int main(int argc, char **argv) {
   printf("  %-34s %10.0f /s        (%ld methods: %ld RunModel + %ld CallTool dispatched by\n"
          "  %-34s %10s              workers, + 4 locked methods per turn run inline)\n",
          "Step methods", r.methods / r.wall_s, r.methods, r.model_calls, r.tool_calls, "", "");
-  printf("  %-34s %10ld         (%.2f per turn; SQLite write transactions, group commit)\n",
-         "store commits", r.commits, (double)r.commits / r.turns);
-  printf("  %-34s %10ld         (%.2f per turn; fdatasync calls of this process)\n", "store syncs",
-         r.syncs, (double)r.syncs / r.turns);
+  if (temp_store_is_pg()) {
+    printf("  %-34s %10.1f         (%ld: statements run alone, pipeline flushes and syncs, all processes)\n",
+           "PostgreSQL round trips per turn", (double)r.round_trips / r.turns, r.round_trips);
+    printf("  %-34s %10.2f         (%.2f WAL fsyncs per turn; transactions of the database, reads too)\n",
+           "PostgreSQL commits per turn", (double)r.pg_commits / r.turns, (double)r.pg_syncs / r.turns);
+  } else {
+    printf("  %-34s %10ld         (%.2f per turn; SQLite write transactions, group commit)\n",
+           "store commits", r.commits, (double)r.commits / r.turns);
+    printf("  %-34s %10ld         (%.2f per turn; fdatasync calls of this process)\n", "store syncs",
+           r.syncs, (double)r.syncs / r.turns);
+  }
   if (g_count_stmts > 0)
     printf("  %-34s %10.1f         (DEXA_BENCH_STMTS: SQL statements run, savepoints included)\n",
            "SQL statements per turn", (double)r.stmts / r.turns);
