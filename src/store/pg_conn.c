@@ -564,4 +564,9 @@ const dexa__store_ops dexa__pg_ops = {
     .conn_open = pg_conn_open,
     .conn_close = pg_conn_close,
     .close = pg_close,
+    .session_dump = dexa__pg_session_dump,
+    .session_restore = dexa__pg_session_restore,
+    .chan_scan = dexa__pg_chan_scan,
+    .integrity_check = dexa__pg_integrity_check,
+    .vacuum = dexa__pg_vacuum,
 };
