@@ -111,6 +111,22 @@ static const char *const sql_text[PG_COUNT] = {
     [PG_EVENT_READ] = "SELECT seq, value FROM session_data WHERE skey = " SKEY " AND kind = 2"
                       " AND key = '\\x'::bytea AND seq > $3 ORDER BY seq LIMIT $4",
     [PG_NOTIFY] = "SELECT pg_notify('" DEXA__PG_CHANNEL "', $1)",
+    [PG_ADMIN_SESSION_DUMP] = "SELECT flow_type, created_ms, status, event_seq, step_ord, settings"
+                              " FROM sessions WHERE session_id = $1",
+    [PG_ADMIN_SESSION_RESTORE] = "UPDATE sessions SET status = $2, event_seq = $3, step_ord = $4"
+                                 " WHERE session_id = $1",
+    [PG_ADMIN_CHAN_SCAN] = "SELECT key, seq, value FROM session_data WHERE skey ="
+                           " (SELECT skey FROM sessions WHERE session_id = $1) AND kind = 1"
+                           " ORDER BY key, seq",
+    [PG_ADMIN_ORPHAN_DATA] = "SELECT count(*) FROM session_data d WHERE NOT EXISTS"
+                             " (SELECT 1 FROM sessions s WHERE s.skey = d.skey)",
+    [PG_ADMIN_ORPHAN_STEPS] = "SELECT count(*) FROM steps t WHERE NOT EXISTS"
+                              " (SELECT 1 FROM sessions s WHERE s.session_id = t.session_id)",
+    [PG_ADMIN_EVENTS_PAST] = "SELECT count(*) FROM session_data d JOIN sessions s ON s.skey = d.skey"
+                             " WHERE d.kind = 2 AND d.seq > s.event_seq",
+    [PG_ADMIN_VALUES_PAGE] = "SELECT skey, kind::integer, key, seq, value FROM session_data"
+                             " WHERE (skey, kind, key, seq) > ($1::bigint, $2::smallint, $3::bytea,"
+                             " $4::bigint) ORDER BY skey, kind, key, seq LIMIT 500",
     /* Sent right after PG_SESSION_LOCK: the attributes write transactions
      * usually read ($2: their keys in hex). */
     [PG_ATTR_PREFETCH] = "SELECT key, value FROM session_data WHERE skey ="
@@ -960,4 +976,9 @@ const dexa__store_ops dexa__pg_ops = {
     .conn_open = pg_conn_open,
     .conn_close = pg_conn_close,
     .close = pg_close,
+    .session_dump = dexa__pg_session_dump,
+    .session_restore = dexa__pg_session_restore,
+    .chan_scan = dexa__pg_chan_scan,
+    .integrity_check = dexa__pg_integrity_check,
+    .vacuum = dexa__pg_vacuum,
 };

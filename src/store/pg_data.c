@@ -40,8 +40,8 @@ static int bind_value(pg_conn *c, pg_params *p, const char *v, size_t n) {
 
 /* A session-data value as the JSON it stands for, NUL-terminated: libpq's
  * own copy, or a packed value unpacked into the connection's buffer. */
-static int column_value(pg_conn *c, const PGresult *r, int row, int col, const char **v,
-                        size_t *n) {
+int dexa__pg_column_value(pg_conn *c, const PGresult *r, int row, int col, const char **v,
+                          size_t *n) {
   const unsigned char *p = (const unsigned char *)PQgetvalue(r, row, col);
   size_t pn = (size_t)PQgetlength(r, row, col);
   if (!dexa__value_is_packed(p, pn)) {
@@ -156,16 +156,13 @@ static int hot_keys(pg_store *s, dexa__buf *b) {
   return b->oom ? 0 : n;
 }
 
-static int column_value(pg_conn *c, const PGresult *r, int row, int col, const char **v,
-                        size_t *n);
-
 /* Takes the prefetch's rows; the hot keys it did not return do not exist. */
 static void prefetch_take(pg_conn *c, int64_t skey, const PGresult *r) {
   pg_store *s = c->store;
   for (int i = 0; i < PQntuples(r); i++) {
     const char *v;
     size_t vn;
-    if (column_value(c, r, i, 1, &v, &vn) != DEXA_OK) continue;
+    if (dexa__pg_column_value(c, r, i, 1, &v, &vn) != DEXA_OK) continue;
     txattr_set(c, skey, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), v, vn);
   }
   pthread_mutex_lock(&s->hot_mu);
@@ -435,7 +432,7 @@ int dexa__pg_attr_get(dexa__store_conn *base, const char *sid, const char *key, 
     if (c->writing) txattr_set(c, skey, key, klen, NULL, 0);
     return DEXA_E_NOT_FOUND;
   }
-  rc = column_value(c, r, 0, 0, val, vlen);
+  rc = dexa__pg_column_value(c, r, 0, 0, val, vlen);
   if (rc == DEXA_OK && c->writing) txattr_set(c, skey, key, klen, *val, *vlen);
   /* The value stays in the result until the next call on c. */
   if (c->held) PQclear(c->held);
@@ -500,7 +497,7 @@ int dexa__pg_attr_scan(dexa__store_conn *base, const char *sid, const char *pref
   for (int i = 0; i < PQntuples(r); i++) {
     const char *v;
     size_t vn;
-    rc = column_value(c, r, i, 1, &v, &vn);
+    rc = dexa__pg_column_value(c, r, i, 1, &v, &vn);
     if (rc != DEXA_OK) break;
     int vr = visit(ctx, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), v, vn);
     if (vr < 0) rc = vr;
@@ -553,7 +550,7 @@ int dexa__pg_chan_take(dexa__store_conn *base, const char *sid, const char *ch, 
   for (int i = 0; rc == DEXA_OK && i < PQntuples(r); i++) {
     const char *v;
     size_t vn;
-    rc = column_value(c, r, i, 1, &v, &vn);
+    rc = dexa__pg_column_value(c, r, i, 1, &v, &vn);
     if (rc == DEXA_OK) rc = visit(ctx, dexa__pg_int(r, i, 0), v, vn);
   }
   if (rc == DEXA_OK && PQntuples(r) > 0) rc = dexa__pg_touch(c, sid);
@@ -594,7 +591,7 @@ int dexa__pg_event_read(dexa__store_conn *base, const char *sid, int64_t after_s
   for (int i = 0; rc == DEXA_OK && i < PQntuples(r); i++) {
     const char *v;
     size_t vn;
-    rc = column_value(c, r, i, 1, &v, &vn);
+    rc = dexa__pg_column_value(c, r, i, 1, &v, &vn);
     if (rc == DEXA_OK) rc = visit(ctx, dexa__pg_int(r, i, 0), v, vn);
   }
   PQclear(r);

@@ -59,6 +59,14 @@ typedef enum pg_stmt_id {
   PG_EVENT_TRIM,
   PG_EVENT_READ,
   PG_NOTIFY,
+  /* store administration (pg_admin.c) */
+  PG_ADMIN_SESSION_DUMP,
+  PG_ADMIN_SESSION_RESTORE,
+  PG_ADMIN_CHAN_SCAN,
+  PG_ADMIN_ORPHAN_DATA,
+  PG_ADMIN_ORPHAN_STEPS,
+  PG_ADMIN_EVENTS_PAST,
+  PG_ADMIN_VALUES_PAGE,
   PG_ATTR_PREFETCH,
   PG_COUNT
 } pg_stmt_id;
@@ -210,6 +218,19 @@ int dexa__pg_event_append(dexa__store_conn *c, const char *sid, int64_t seq, con
 int dexa__pg_event_trim(dexa__store_conn *c, const char *sid, int64_t upto_seq);
 int dexa__pg_event_read(dexa__store_conn *c, const char *sid, int64_t after_seq, int32_t limit,
                         dexa__value_visit_fn visit, void *ctx);
+
+/* A session-data column as the JSON it stands for, NUL-terminated:
+ * libpq's own copy, or a packed value unpacked into c's buffer (valid
+ * until the next read on c). DEXA_E_CORRUPT for a damaged packed value. */
+int dexa__pg_column_value(pg_conn *c, const PGresult *r, int row, int col, const char **v,
+                          size_t *n);
+
+/* ---- pg_admin.c: dexa_store_check, dexa_store_vacuum, dexa_store_copy ------- */
+int dexa__pg_session_dump(dexa__store_conn *c, const char *id, dexa__session_dump *out);
+int dexa__pg_session_restore(dexa__store_conn *c, const dexa__session_dump *d);
+int dexa__pg_chan_scan(dexa__store_conn *c, const char *sid, dexa__chan_visit_fn visit, void *ctx);
+int dexa__pg_integrity_check(dexa__store_conn *c, dexa__problem_fn report, void *ctx);
+int dexa__pg_vacuum(dexa__store *s, int64_t *bytes_before, int64_t *bytes_after);
 
 /* ---- pg_steps.c ------------------------------------------------------------- */
 int dexa__pg_step_insert(dexa__store_conn *c, const dexa__step_row *row);

@@ -83,6 +83,7 @@ fi
 # PostgreSQL only.
 run "pg store" "$PG_URI" "$BUILD/test/pg/test_pg_store"
 run "pg processes" "$PG_URI" "$BUILD/test/pg/test_pg_processes"
+run "pg store administration" "$PG_URI" "$BUILD/test/pg/test_pg_admin"
 
 echo "$total_pass passed, $total_fail failed"
 ((total_fail == 0))
