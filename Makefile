@@ -8,6 +8,18 @@
 #   make check        install missing packages (as root), build, run every test
 #   make check-asan   the same tests under ASan + UBSan (build dir build-asan)
 #   make check-tsan   the same tests under ThreadSanitizer (build dir build-tsan)
+#   make check-minimal  the MINIMAL=1 library (build dir build-minimal) and the tests
+#                     that apply to it
+#
+# Build options (each 1 by default; MINIMAL=1 sets every one to 0): a part
+# left out is not compiled nor linked, and its functions return
+# DEXA_E_UNSUPPORTED naming the option (its stub is src/*/*_absent.c).
+#   WITH_HTTP=0       no browser helpers (src/http, dexagents serve): no libmicrohttpd
+#   WITH_CURL=0       no provider model clients, MCP over HTTP (and its OAuth),
+#                     connectors: no libcurl
+#   WITH_SQLITE=0     no SQLite store: no libsqlite3
+#   WITH_POSTGRES=0   no PostgreSQL store: no libpq
+# mbedTLS is linked only with WITH_HTTP or WITH_CURL; cJSON always.
 #   make install      PREFIX=/usr/local DESTDIR= BINDIR= LIBDIR= INCLUDEDIR= MANDIR=
 #                     PKGCONFIGDIR= DATADIR=
 #   make help         every target
@@ -23,16 +35,78 @@ OPT ?= -O2 -g
 # SAN: extra compile + link flags of a sanitizer build (set by check-asan).
 SAN ?=
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+
+# ---- build options (see the top of this file) ------------------------------
+MINIMAL ?= 0
+ifeq ($(MINIMAL),1)
+WITH_HTTP ?= 0
+WITH_CURL ?= 0
+WITH_SQLITE ?= 0
+WITH_POSTGRES ?= 0
+else
+WITH_HTTP ?= 1
+WITH_CURL ?= 1
+WITH_SQLITE ?= 1
+WITH_POSTGRES ?= 1
+endif
+# What each option brings: features (dexa_build_has), pkg-config modules,
+# link flags. The always-present features come first.
+FEATURES := core flow runtime demo-models function-tools mcp-stdio claude-code
+ABSENT_FEATURES :=
+PC_REQUIRES := libcjson
+PC_LIBS :=
+LIBS_DEPS := -lcjson
+ifeq ($(WITH_HTTP),1)
+FEATURES += http
+PC_REQUIRES += libmicrohttpd
+LIBS_DEPS += -lmicrohttpd
+else
+ABSENT_FEATURES += http
+endif
+ifeq ($(WITH_CURL),1)
+FEATURES += providers mcp-http connectors
+PC_REQUIRES += libcurl
+LIBS_DEPS += -lcurl
+else
+ABSENT_FEATURES += providers mcp-http connectors
+endif
+ifeq ($(WITH_SQLITE),1)
+FEATURES += sqlite
+PC_REQUIRES += sqlite3
+LIBS_DEPS += -lsqlite3
+else
+ABSENT_FEATURES += sqlite
+endif
+ifeq ($(WITH_POSTGRES),1)
+FEATURES += postgresql
+PC_REQUIRES += libpq
+LIBS_DEPS += -lpq
+else
+ABSENT_FEATURES += postgresql
+endif
+# mbedTLS (HMAC-SHA256 session tokens and their random keys; SigV4, base64,
+# PKCE and JWTs of the HTTP clients) ships no .pc file.
+ifneq ($(WITH_HTTP)$(WITH_CURL),00)
+LIBS_DEPS += -lmbedtls -lmbedx509 -lmbedcrypto
+PC_LIBS += -lmbedtls -lmbedx509 -lmbedcrypto
+endif
+PC_LIBS += -lpthread -lm
+BUILD_OPTIONS := WITH_HTTP=$(WITH_HTTP) WITH_CURL=$(WITH_CURL) WITH_SQLITE=$(WITH_SQLITE) \
+  WITH_POSTGRES=$(WITH_POSTGRES)
+
 # libpq's header lives in /usr/include/postgresql on Debian. Recursive (=)
 # so pkg-config runs only when a recipe needs it, after `make deps`.
+ifeq ($(WITH_POSTGRES),1)
 PQ_CFLAGS = $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
+else
+PQ_CFLAGS =
+endif
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -fPIC -fvisibility=hidden \
-  -DBUILDING_DEXAGENTS -Iinclude -Isrc $(PQ_CFLAGS) $(CPPFLAGS) $(CFLAGS)
+  -DBUILDING_DEXAGENTS -Iinclude -Isrc -I$(BUILD)/gen $(PQ_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 TEST_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -Iinclude -Isrc -Itest \
   $(PQ_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 # Every dependency is a Debian package; mbedTLS ships no .pc file.
-LIBS := -lcjson -lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lmicrohttpd -lsqlite3 -lpq \
-  -lpthread -lm
+LIBS := $(LIBS_DEPS) -lpthread -lm
 
 # ---- install locations ---------------------------------------------------
 PREFIX ?= /usr/local
@@ -52,9 +126,25 @@ INSTALL ?= install
 BUILD ?= build
 LIBOUT ?= lib
 # src/cli is the dexagents command, not the library: a program of its own.
-SRCS := $(filter-out src/cli/%,$(sort $(wildcard src/*/*.c)))
+# A part left out by a build option is replaced by its stub, *_absent.c.
+ABSENT_SRCS := $(wildcard src/*/*_absent.c)
+HTTP_SRCS := $(wildcard src/http/*.c src/cli/serve.c src/cli/serve_static.c)
+CURL_SRCS := $(filter-out src/model/demo.c src/model/client_new.c,$(wildcard src/model/*.c)) \
+  $(wildcard src/tools/mcp_http.c src/tools/mcp_oauth*.c src/tools/connector_slack.c \
+  src/util/curl_global.c)
+SQLITE_SRCS := $(wildcard src/store/sqlite*.c)
+POSTGRES_SRCS := $(wildcard src/store/pg_*.c)
+LEFT_OUT := $(if $(filter 0,$(WITH_HTTP)),$(HTTP_SRCS)) $(if $(filter 0,$(WITH_CURL)),$(CURL_SRCS)) \
+  $(if $(filter 0,$(WITH_SQLITE)),$(SQLITE_SRCS)) $(if $(filter 0,$(WITH_POSTGRES)),$(POSTGRES_SRCS))
+STUBS := $(if $(filter 0,$(WITH_HTTP)),src/http/http_absent.c src/cli/serve_absent.c) \
+  $(if $(filter 0,$(WITH_CURL)),src/model/providers_absent.c src/tools/mcp_http_absent.c \
+  src/tools/connector_slack_absent.c) \
+  $(if $(filter 0,$(WITH_SQLITE)),src/store/sqlite_absent.c) \
+  $(if $(filter 0,$(WITH_POSTGRES)),src/store/pg_absent.c)
+ALL_SRCS := $(sort $(filter-out $(ABSENT_SRCS) $(LEFT_OUT),$(wildcard src/*/*.c)) $(STUBS))
+SRCS := $(filter-out src/cli/%,$(ALL_SRCS))
 OBJS := $(SRCS:%.c=$(BUILD)/%.o)
-CLI_SRCS := $(sort $(wildcard src/cli/*.c))
+CLI_SRCS := $(filter src/cli/%,$(ALL_SRCS))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 CLI := $(BUILD)/bin/dexagents
 
@@ -66,8 +156,15 @@ MAP := lib/libdexagents.map
 
 # Every test/unit/*.c and test/integration/*.c is its own program.
 # test/pg/*.c run against a throwaway PostgreSQL cluster (test/pg/suites.sh).
+# A test that needs a part names it in a "test-needs: FEATURE..." line (the
+# features of dexa_build_has); one whose part is left out is not built, and
+# test/run counts it as skipped.
 TEST_SRCS := $(sort $(wildcard test/unit/*.c test/integration/*.c test/pg/*.c))
-TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
+space := $(subst ,, )
+TESTS_LEFT_OUT := $(if $(strip $(ABSENT_FEATURES)),$(shell grep -lE \
+  'test-needs:( +[a-z0-9-]+)* +($(subst $(space),|,$(strip $(ABSENT_FEATURES))))( |$$)' \
+  $(TEST_SRCS) 2>/dev/null))
+TEST_BINS := $(patsubst %.c,$(BUILD)/%,$(filter-out $(TESTS_LEFT_OUT),$(TEST_SRCS)))
 BENCH_SRCS := $(sort $(wildcard test/bench/*.c))
 BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 # Every examples/NAME/ with .c files builds examples/NAME/NAME.
@@ -98,7 +195,7 @@ DEX_AGENT_LISTEN ?= 127.0.0.1:8080
 ABI_BASELINE := abi/libdexagents.abi
 
 .DELETE_ON_ERROR:
-.PHONY: all cli lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench run run-chat check \
+.PHONY: FORCE all cli lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench run run-chat check \
   check-asan check-tsan check-valgrind check-abi abi-update fuzz install install-shared install-static \
   install-includes install-man install-pc install-bin install-ui uninstall clean help ldconfig \
   python-dist node-pack python-reference
@@ -110,6 +207,41 @@ lib-static: $(STLIB)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+# dexa_build_info's text: rewritten only when the options change, so that
+# build_info.o, then the libraries (whose objects changed) are remade.
+BUILD_CONFIG := $(BUILD)/gen/dexa_build_config.h
+comma := ,
+json_list = $(subst $(space),$(comma),$(foreach w,$(1),\"$(w)\"))
+json_opt = \"$(1)\":$(if $(filter 1,$($(1))),true,false)
+BI_FEATURES := \"features\":[$(call json_list,$(FEATURES))]
+BI_OPTIONS := \"options\":{$(call json_opt,WITH_HTTP),$(call json_opt,WITH_CURL),$(call \
+  json_opt,WITH_SQLITE),$(call json_opt,WITH_POSTGRES)}
+BI_LIBRARIES := \"libraries\":[$(call json_list,$(PC_REQUIRES) $(if $(findstring \
+  mbedtls,$(PC_LIBS)),mbedtls))]
+BUILD_INFO_JSON := {\"version\":\"$(VERSION)\",$(BI_FEATURES),$(BI_OPTIONS),$(BI_LIBRARIES)}
+$(BUILD_CONFIG): FORCE
+	@mkdir -p $(dir $@)
+	@{ echo '/* Written by the Makefile: $(BUILD_OPTIONS) */'; \
+	  echo '#define DEXA__BUILD_FEATURES " $(FEATURES) "'; \
+	  echo '#define DEXA__BUILD_INFO_JSON "$(BUILD_INFO_JSON)"'; } > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "build: $(BUILD_OPTIONS)"; fi
+	@printf '%s\n' $(FEATURES) > $(BUILD)/features.tmp
+	@cmp -s $(BUILD)/features.tmp $(BUILD)/features && rm -f $(BUILD)/features.tmp || \
+	  mv $(BUILD)/features.tmp $(BUILD)/features
+$(BUILD)/src/util/build_info.o: $(BUILD_CONFIG)
+FORCE:
+
+# An uninstalled dexagents.pc of this variant (the installed one is written
+# by install-pc): its Requires.private and Libs.private are what it links.
+PC_IN_TREE := $(BUILD)/dexagents.pc
+PC_SED = -e 's|@VERSION@|$(VERSION)|' -e 's|@REQUIRES_PRIVATE@|$(PC_REQUIRES)|' \
+  -e 's|@LIBS_PRIVATE@|$(PC_LIBS)|'
+$(PC_IN_TREE): pkgconfig/dexagents.pc.in $(BUILD_CONFIG)
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(abspath .)|' -e 's|@LIBDIR@|$(abspath $(LIBOUT))|' \
+	  -e 's|@INCLUDEDIR@|$(abspath include)|' $(PC_SED) $< > $@
+all: $(PC_IN_TREE)
 
 # --as-needed: record only the dependencies the library really calls.
 $(SHLIB): $(OBJS) $(MAP)
@@ -372,7 +504,7 @@ install-man:
 install-pc:
 	$(INSTALL) -d $(DESTDIR)$(PKGCONFIGDIR)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-	  -e 's|@VERSION@|$(VERSION)|' pkgconfig/dexagents.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/dexagents.pc
+	  $(PC_SED) pkgconfig/dexagents.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/dexagents.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/dexagents.pc
 
 uninstall:

@@ -6,22 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <libpq-fe.h>
-
 #include "dexagents/errors.h"
 
 int dexa__store_is_pg(const char *uri) {
   if (!uri) return 0;
   if (strncmp(uri, "postgresql://", 13) == 0 || strncmp(uri, "postgres://", 11) == 0) return 1;
-  /* key/value conninfo: libpq parses it (a file name never has the form
-   * "keyword=value ..." with known keywords). */
-  if (!strchr(uri, '=')) return 0;
-  char *err = NULL;
-  PQconninfoOption *o = PQconninfoParse(uri, &err);
-  PQfreemem(err);
-  if (!o) return 0;
-  PQconninfoFree(o);
-  return 1;
+  /* key/value conninfo ("host=... dbname=..."): a file name never has it */
+  return strchr(uri, '=') && dexa__pg_is_conninfo(uri);
 }
 
 int dexa__row_set(char **slot, size_t *slot_len, const char *s, size_t n) {
