@@ -161,17 +161,25 @@ MAP := lib/libdexagents.map
 # test/run counts it as skipped.
 TEST_SRCS := $(sort $(wildcard test/unit/*.c test/integration/*.c test/pg/*.c))
 space := $(subst ,, )
-TESTS_LEFT_OUT := $(if $(strip $(ABSENT_FEATURES)),$(shell grep -lE \
-  'test-needs:( +[a-z0-9-]+)* +($(subst $(space),|,$(strip $(ABSENT_FEATURES))))( |$$)' \
-  $(TEST_SRCS) 2>/dev/null))
-TEST_BINS := $(patsubst %.c,$(BUILD)/%,$(filter-out $(TESTS_LEFT_OUT),$(TEST_SRCS)))
+# $(call needs_absent,FILES): those of FILES whose "test-needs:" (or
+# "example-needs:") line names a feature this build leaves out.
+needs_absent = $(if $(strip $(ABSENT_FEATURES)),$(shell grep -lE \
+  '(test|example)-needs:( +[a-z0-9-]+)* +($(subst $(space),|,$(strip $(ABSENT_FEATURES))))( |$$)' \
+  $(1) 2>/dev/null))
+TEST_BINS := $(patsubst %.c,$(BUILD)/%,$(filter-out $(call needs_absent,$(TEST_SRCS)),$(TEST_SRCS)))
 BENCH_SRCS := $(sort $(wildcard test/bench/*.c))
 BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
-# Every examples/NAME/ with .c files builds examples/NAME/NAME.
-EXAMPLE_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard examples/*/*.c))))
-EXAMPLES := $(foreach d,$(EXAMPLE_DIRS),$(d)/$(notdir $(d)))
+# Every examples/NAME/ with .c files builds examples/NAME/NAME (in another
+# build dir than build: $(BUILD)/examples/NAME/NAME, so that a variant never
+# replaces the tree's programs); one whose "example-needs:" names a part
+# left out is not built.
+EXAMPLE_DIRS_ALL := $(patsubst %/,%,$(sort $(dir $(wildcard examples/*/*.c))))
+EXAMPLE_DIRS := $(filter-out $(patsubst %/,%,$(dir $(call needs_absent,$(wildcard examples/*/*.c)))),\
+  $(EXAMPLE_DIRS_ALL))
+EXAMPLE_OUT := $(if $(filter build,$(BUILD)),,$(BUILD)/)
+EXAMPLES := $(foreach d,$(EXAMPLE_DIRS),$(EXAMPLE_OUT)$(d)/$(notdir $(d)))
 
-DEPFILES = $(OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BINS:=.d) $(addprefix $(BUILD)/,$(EXAMPLES:=.d))
+DEPFILES = $(OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BINS:=.d) $(foreach d,$(EXAMPLE_DIRS),$(BUILD)/$(d)/$(notdir $(d)).d)
 
 # Debian packages: to build, and what `make check` needs on top.
 DEB_BUILD := gcc make binutils pkg-config libcjson-dev libcurl4-openssl-dev libmbedtls-dev \
@@ -183,6 +191,7 @@ DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql python3-cffi p
 DEB_E2E := chromium
 DEB_VALGRIND := valgrind
 
+MINIMAL_BUILD := build-minimal
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ASAN_BUILD := build-asan
 TSAN_FLAGS := -fsanitize=thread
@@ -196,7 +205,7 @@ ABI_BASELINE := abi/libdexagents.abi
 
 .DELETE_ON_ERROR:
 .PHONY: FORCE all cli lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench run run-chat check \
-  check-asan check-tsan check-valgrind check-abi abi-update fuzz install install-shared install-static \
+  check-minimal check-asan check-tsan check-valgrind check-abi abi-update fuzz install install-shared install-static \
   install-includes install-man install-pc install-bin install-ui uninstall clean help ldconfig \
   python-dist node-pack python-reference
 
@@ -226,6 +235,9 @@ $(BUILD_CONFIG): FORCE
 	  echo '#define DEXA__BUILD_FEATURES " $(FEATURES) "'; \
 	  echo '#define DEXA__BUILD_INFO_JSON "$(BUILD_INFO_JSON)"'; } > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "build: $(BUILD_OPTIONS)"; fi
+	@echo '$(BUILD_OPTIONS)' > $(BUILD)/build-options.tmp
+	@cmp -s $(BUILD)/build-options.tmp $(BUILD)/build-options && rm -f $(BUILD)/build-options.tmp || \
+	  mv $(BUILD)/build-options.tmp $(BUILD)/build-options
 	@printf '%s\n' $(FEATURES) > $(BUILD)/features.tmp
 	@cmp -s $(BUILD)/features.tmp $(BUILD)/features && rm -f $(BUILD)/features.tmp || \
 	  mv $(BUILD)/features.tmp $(BUILD)/features
@@ -276,7 +288,7 @@ $(CLI): $(CLI_OBJS) $(STLIB)
 # program is removed first so a failed build never leaves a stale one to run.
 # test/support/*.c are helpers (an in-memory host, ...) in an archive, so a
 # test links only the helpers it uses (and so only the library parts they need).
-TEST_SUPPORT := $(sort $(wildcard test/support/*.c))
+TEST_SUPPORT := $(filter-out $(call needs_absent,$(wildcard test/support/*.c)),$(sort $(wildcard test/support/*.c)))
 TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 TEST_SUPPORT_LIB := $(BUILD)/test/libtestsupport.a
 
@@ -295,7 +307,7 @@ $(BUILD)/test/%: test/%.c $(TEST_SUPPORT_LIB) $(STLIB)
 	$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(TEST_SUPPORT_LIB) $(STLIB) $(LIBS) $(LDFLAGS)
 
 define example_rule
-$(1)/$(notdir $(1)): $(wildcard $(1)/*.c) $(STLIB)
+$(EXAMPLE_OUT)$(1)/$(notdir $(1)): $(wildcard $(1)/*.c) $(STLIB)
 	@mkdir -p $(BUILD)/$(1)
 	@rm -f $$@
 	$$(CC) $$(TEST_CFLAGS) -I$(1) -MMD -MP -MF $(BUILD)/$(1)/$(notdir $(1)).d -o $$@ \
@@ -373,6 +385,15 @@ check:
 	@$(MAKE) --no-print-directory deps-check
 	@$(MAKE) --no-print-directory -k all examples tests bindings || true
 	@BUILD=$(BUILD) LIBOUT=$(LIBOUT) test/run
+
+# The MINIMAL=1 variant (no third-party library but cJSON) in its own build
+# dir, and the tests that apply to it (the others are skipped: their
+# test-needs name a part it leaves out). make check runs it too, as one test
+# (test/build/minimal.sh).
+check-minimal:
+	@$(MAKE) --no-print-directory -k BUILD=$(MINIMAL_BUILD) LIBOUT=$(MINIMAL_BUILD)/lib MINIMAL=1 \
+	  all tests examples || true
+	@BUILD=$(MINIMAL_BUILD) LIBOUT=$(MINIMAL_BUILD)/lib test/run
 
 check-asan:
 	@$(MAKE) --no-print-directory deps-check
@@ -518,10 +539,12 @@ uninstall:
 	  $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/man7/*.7)))
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build bindings/node/*.tgz
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(MINIMAL_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build bindings/node/*.tgz
 
 help:
-	@echo "targets: all cli lib-shared lib-static deps examples tests bindings check check-asan check-tsan check-valgrind"
+	@echo "targets: all cli lib-shared lib-static deps examples tests bindings check check-minimal check-asan check-tsan"
+	@echo "         check-valgrind"
+	@echo "options: WITH_HTTP=$(WITH_HTTP) WITH_CURL=$(WITH_CURL) WITH_SQLITE=$(WITH_SQLITE) WITH_POSTGRES=$(WITH_POSTGRES) (MINIMAL=1: all 0)"
 	@echo "         python-dist node-pack python-reference ldconfig"
 	@echo "         bench run run-chat install uninstall check-abi abi-update fuzz clean"
 	@echo "install: PREFIX=$(PREFIX) DESTDIR= BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"

@@ -1,3 +1,4 @@
+// test-needs: sqlite
 'use strict';
 // The Node bindings (bindings/node, N-API addon) end to end: an agent with
 // JavaScript tools (sync and async) on the demo model in the embedded runtime

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# test-needs: sqlite
 """The Python bindings (bindings/python, cffi ABI mode) end to end: an agent
 with Python tools on the demo model in the embedded runtime with worker
 threads, every client operation, errors as DexaError, events with resume
