@@ -90,6 +90,18 @@ test('library information and errors', { skip: SANITIZED && 'sanitizer build' },
   assert.throws(() => new dx.Agent({ models: [] }), (e) => e.code === 'DEXA_E_INVALID_ARG' && e.errno === -101);
 });
 
+test('buildInfo and buildHas describe the loaded library', { skip: SANITIZED && 'sanitizer build' }, () => {
+  const info = dx.buildInfo();
+  assert.equal(info.version, dx.version());
+  for (const f of ['core', 'runtime', 'demo-models', 'mcp-stdio']) {
+    assert.ok(info.features.includes(f), f);
+    assert.equal(dx.buildHas(f), true);
+  }
+  assert.equal(dx.buildHas('no-such-feature'), false);
+  assert.equal(info.options.WITH_SQLITE, dx.buildHas('sqlite'));
+  assert.ok(info.libraries.includes('libcjson'));
+});
+
 test('models: demo and provider clients', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
   const { rt, idle, agent } = await setup(t);
   const m = dx.Model.client('anthropic/claude-sonnet-4', { api_key: 'test', timeout_ms: 1000 });

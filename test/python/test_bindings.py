@@ -103,6 +103,18 @@ class BindingsTest(unittest.TestCase):
         self.assertEqual(cm.exception.name, "DEXA_E_INVALID_ARG")
         self.assertTrue(cm.exception.message)
 
+    def test_build_info_and_build_has(self):
+        info = dx.build_info()
+        self.assertEqual(info["version"], dx.version())
+        for f in ("core", "runtime", "demo-models", "mcp-stdio"):
+            self.assertIn(f, info["features"])
+            self.assertTrue(dx.build_has(f))
+        for f in info["features"]:
+            self.assertTrue(dx.build_has(f))
+        self.assertFalse(dx.build_has("no-such-feature"))
+        self.assertEqual(info["options"]["WITH_SQLITE"], dx.build_has("sqlite"))
+        self.assertIn("libcjson", info["libraries"])
+
     def test_cdef_matches_the_headers(self):
         """The hand-written cdef has the layout of the C headers (a C program
         compiled against include/ prints sizeof and every offsetof); a header
