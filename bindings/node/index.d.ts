@@ -16,6 +16,7 @@ export interface BuildInfo {
   /** The third-party libraries it links. */
   libraries: string[];
 }
+/** What the loaded C library contains: dexa_build_info(3) as an object (loads the library on first use). */
 export declare function buildInfo(): BuildInfo;
 /** True when the loaded C library has feature ("http", "providers", "sqlite", ...). */
 export declare function buildHas(feature: string): boolean;
