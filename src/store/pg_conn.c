@@ -905,6 +905,15 @@ static int open_schema(pg_store *s, char *errmsg, size_t n) {
   return rc;
 }
 
+int dexa__pg_is_conninfo(const char *uri) {
+  char *err = NULL;
+  PQconninfoOption *o = PQconninfoParse(uri, &err);
+  PQfreemem(err);
+  if (!o) return 0;
+  PQconninfoFree(o);
+  return 1;
+}
+
 int dexa__pg_open(dexa__store **out, const char *conninfo, const dexa__store_config *cfg,
                   char *errmsg, size_t errmsg_size) {
   *out = NULL;

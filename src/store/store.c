@@ -9,8 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <libpq-fe.h>
-
 #include "dexagents/errors.h"
 
 /* Guards every store's cause: errors are rare, one lock is enough. */
@@ -66,15 +64,8 @@ void dexa__store_log(dexa__store *s, int32_t level, const char *kind, const char
 int dexa__store_is_pg(const char *uri) {
   if (!uri) return 0;
   if (strncmp(uri, "postgresql://", 13) == 0 || strncmp(uri, "postgres://", 11) == 0) return 1;
-  /* key/value conninfo: libpq parses it (a file name never has the form
-   * "keyword=value ..." with known keywords). */
-  if (!strchr(uri, '=')) return 0;
-  char *err = NULL;
-  PQconninfoOption *o = PQconninfoParse(uri, &err);
-  PQfreemem(err);
-  if (!o) return 0;
-  PQconninfoFree(o);
-  return 1;
+  /* key/value conninfo ("host=... dbname=..."): a file name never has it */
+  return strchr(uri, '=') && dexa__pg_is_conninfo(uri);
 }
 
 int dexa__row_set(char **slot, size_t *slot_len, const char *s, size_t n) {

@@ -292,11 +292,17 @@ void dexa__step_rows_free(dexa__step_row *rows, size_t n);
 /* 1 when uri names a PostgreSQL database (a URI or a key/value conninfo). */
 int dexa__store_is_pg(const char *uri);
 
-/* PostgreSQL backend entry point (store/pg_conn.c). */
+/* 1 when uri is a libpq key/value conninfo (store/pg_conn.c; without
+ * WITH_POSTGRES=1, pg_absent.c knows libpq's common keywords). */
+int dexa__pg_is_conninfo(const char *uri);
+
+/* PostgreSQL backend entry point (store/pg_conn.c; pg_absent.c without
+ * WITH_POSTGRES=1: DEXA_E_UNSUPPORTED). */
 int dexa__pg_open(dexa__store **out, const char *conninfo, const dexa__store_config *cfg,
                   char *errmsg, size_t errmsg_size);
 
-/* SQLite backend entry point (store/sqlite.c). */
+/* SQLite backend entry point (store/sqlite.c; sqlite_absent.c without
+ * WITH_SQLITE=1: DEXA_E_UNSUPPORTED). */
 int dexa__sqlite_open(dexa__store **out, const char *path, int temporary,
                       const dexa__store_config *cfg, char *errmsg, size_t errmsg_size);
 

@@ -268,7 +268,7 @@ DEXA_EXTERN int dexa_store_check(const char *uri, char **out, size_t *out_len, c
     rc = DEXA_E_CORRUPT;
     set_err(errmsg, errmsg_size, "the store has %s problem%s", k.count == 1 ? "one" : "several",
             k.count == 1 ? "" : "s");
-  } else if (rc == DEXA_E_UNSUPPORTED) {
+  } else if (rc == DEXA_E_UNSUPPORTED && errmsg && !errmsg[0]) { /* not a store left out */
     set_err(errmsg, errmsg_size, "store %s: %s", shown(uri, name, sizeof name),
             "this store cannot be checked");
   } else if (rc != DEXA_OK && errmsg && !errmsg[0]) {

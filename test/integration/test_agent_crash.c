@@ -8,7 +8,8 @@
  *   (b)     killed while waiting for an approval, an answer and a timer:
  *           each still waits after restart and completes normally;
  *   (c)     killed during compaction: no message is lost and the summary
- *           covers exactly the range it says. */
+ *           covers exactly the range it says.
+ * test-needs: sqlite postgresql */
 #include <cjson/cJSON.h>
 #include <dexagents/dexagents.h>
 #include <signal.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# test-needs: sqlite http
 """The dexagents command end to end, on temporary stores: every subcommand
 (--json output parsed and checked), exit codes, the configuration file and
 DEX_AGENT_* over it, the terminal chat from a pipe and on a pseudo-terminal

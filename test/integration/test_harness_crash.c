@@ -13,7 +13,8 @@
  *       and only the committed attempt's read is recorded;
  *   (d) killed in the segment after a write's own Step committed: the
  *       segment reruns on a new process with the recorded result, and the
- *       write does not run again. */
+ *       write does not run again.
+ * test-needs: sqlite */
 #include <cjson/cJSON.h>
 #include <dexagents/dexagents.h>
 #include <signal.h>

@@ -9,7 +9,8 @@
  *     "worker lost 11 times".
  * Every kill waits for the call to say it started (a line in a file, written
  * by the call itself before it blocks), never for a time; every child is
- * reaped, also when a check fails. */
+ * reaped, also when a check fails.
+ * test-needs: sqlite */
 #include <cjson/cJSON.h>
 #include <dexagents/dexagents.h>
 #include <signal.h>

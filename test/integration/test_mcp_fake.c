@@ -3,7 +3,8 @@
  * response, garbage on stdout, unknown ids, oversized messages, servers that
  * never answer or die, server pings, both eras over stdio and HTTP, SSE
  * resumption with Last-Event-ID and retry. Every test checks that no
- * descriptor and no child process is left behind. */
+ * descriptor and no child process is left behind.
+ * test-needs: mcp-http sqlite */
 #include <dexagents/dexagents.h>
 #include <dirent.h>
 #include <pthread.h>

@@ -4,7 +4,8 @@
  * again: a lost worker is not a failed attempt);
  * a single-attempt Step is never run again: its recovery Step gets
  * DEXA_E_TIMEOUT. Also: workers that open one new file at the same moment
- * all get a working store. */
+ * all get a working store.
+ * test-needs: sqlite postgresql */
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>

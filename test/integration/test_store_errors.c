@@ -11,7 +11,8 @@
  * enters a mount namespace of its own (unshare) and mounts tmpfs file
  * systems there, remounted read-only where a test needs it. Without the
  * rights to (not root, a container without CAP_SYS_ADMIN) the tests are
- * skipped, except under CI, where that is a failure. */
+ * skipped, except under CI, where that is a failure.
+ * test-needs: sqlite */
 #include <dexagents/dexagents.h>
 #include <errno.h>
 #include <pthread.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-needs: postgresql sqlite
 # The PostgreSQL store under test: starts a throwaway cluster (test/pg/_cluster.sh),
 # runs the runtime, feature and crash suites that run on SQLite again against it
 # (DEXA_TEST_STORE: test/support/temp_store.c puts each store in a schema of its

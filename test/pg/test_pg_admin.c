@@ -4,7 +4,8 @@
  * SQLite file whole; dexa_store_check passes on what the library wrote and
  * names what it would not write (a row of no session, a damaged packed
  * value); dexa_store_vacuum runs beside an open runtime; no message names
- * the password. */
+ * the password.
+ * test-needs: sqlite postgresql */
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>

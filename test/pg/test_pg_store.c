@@ -3,7 +3,8 @@
  * never the password, a newer schema is refused with nothing written, a
  * commit of one store wakes another store's listener (LISTEN/NOTIFY), a
  * claim never hands one Step to two stores, and a runtime that never
- * starts workers sees the events of Steps another runtime runs. */
+ * starts workers sees the events of Steps another runtime runs.
+ * test-needs: postgresql sqlite */
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <time.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# test-needs: sqlite
 """The Python bindings (bindings/python, cffi ABI mode) end to end: an agent
 with Python tools on the demo model in the embedded runtime with worker
 threads, every client operation, errors as DexaError, events with resume
@@ -101,6 +102,18 @@ class BindingsTest(unittest.TestCase):
             dx.Agent("x", models=[])
         self.assertEqual(cm.exception.name, "DEXA_E_INVALID_ARG")
         self.assertTrue(cm.exception.message)
+
+    def test_build_info_and_build_has(self):
+        info = dx.build_info()
+        self.assertEqual(info["version"], dx.version())
+        for f in ("core", "runtime", "demo-models", "mcp-stdio"):
+            self.assertIn(f, info["features"])
+            self.assertTrue(dx.build_has(f))
+        for f in info["features"]:
+            self.assertTrue(dx.build_has(f))
+        self.assertFalse(dx.build_has("no-such-feature"))
+        self.assertEqual(info["options"]["WITH_SQLITE"], dx.build_has("sqlite"))
+        self.assertIn("libcjson", info["libraries"])
 
     def test_cdef_matches_the_headers(self):
         """The hand-written cdef has the layout of the C headers (a C program

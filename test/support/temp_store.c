@@ -1,4 +1,5 @@
-/* temp_store (temp_store.h). */
+/* temp_store (temp_store.h): SQLite or PostgreSQL stores (libpq) of tests.
+ * test-needs: sqlite postgresql */
 #include "support/temp_store.h"
 
 #include <ctype.h>

@@ -1,6 +1,7 @@
 /* Runtime behaviour with a fake flow: sessions, waits, channels, timers,
  * parallel steps, retries, recovery, leases, cancellation, locked steps,
- * RPC atomicity. Time is the fake clock; nothing here sleeps on purpose. */
+ * RPC atomicity. Time is the fake clock; nothing here sleeps on purpose.
+ * test-needs: sqlite postgresql */
 #include "testing.h"
 #include "test_runtime_fake.h"
 

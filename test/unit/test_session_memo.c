@@ -4,7 +4,8 @@
  * database; outside a transaction a change is written at once; statements
  * given the memo's skey touch the right session. Each check reads the
  * result through a second store on the same file, as another process would,
- * so it sees only what was committed. */
+ * so it sees only what was committed.
+ * test-needs: sqlite postgresql */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,8 @@
  * copy reads the same snapshot and events and goes on where the original
  * stopped), refuses a destination that has a session already and the same
  * store twice; dexa_store_check finds what the library would not write;
- * dexa_store_vacuum gives free pages back. */
+ * dexa_store_vacuum gives free pages back.
+ * test-needs: sqlite postgresql */
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
 #include <stdio.h>

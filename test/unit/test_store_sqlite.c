@@ -1,6 +1,7 @@
 /* The SQLite store's layout: attributes, channel messages and events in one
  * table keep their own orders; a version 1 file (separate tables) is
- * migrated on open with nothing lost; a newer version is refused. */
+ * migrated on open with nothing lost; a newer version is refused.
+ * test-needs: sqlite postgresql */
 #include <pthread.h>
 #include <stdint.h>
 #include <sqlite3.h>

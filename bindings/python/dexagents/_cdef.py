@@ -23,6 +23,8 @@ typedef struct dexa_mcp_config dexa_mcp_config;
 void dexa_free(void *ptr);
 const char *dexa_version(void);
 uint32_t dexa_version_num(void);
+const char *dexa_build_info(void);
+int dexa_build_has(const char *feature);
 const char *dexa_strerror(int code);
 const char *dexa_error_name(int code);
 int dexa_error_class(int code);
