@@ -6,6 +6,7 @@
 #                     app (dexagents serve) at http://127.0.0.1:8080/products/ai-agent/
 #   make run-chat     the same for the terminal chat (examples/chat)
 #   make check        install missing packages (as root), build, run every test
+#   make check-load   the same tests beside a CPU hog on every core (test/loaded)
 #   make check-asan   the same tests under ASan + UBSan (build dir build-asan)
 #   make check-tsan   the same tests under ThreadSanitizer (build dir build-tsan)
 #   make check-minimal  the MINIMAL=1 library (build dir build-minimal) and the tests
@@ -209,7 +210,7 @@ ABI_BASELINE := abi/libdexagents.abi
 
 .DELETE_ON_ERROR:
 .PHONY: FORCE all cli lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench bench-pg run run-chat check \
-  check-minimal check-asan check-tsan check-valgrind check-abi abi-update fuzz install install-shared install-static \
+  check-minimal check-load check-asan check-tsan check-valgrind check-abi abi-update fuzz install install-shared install-static \
   install-includes install-man install-pc install-bin install-ui uninstall clean help ldconfig \
   python-dist node-pack python-reference
 
@@ -413,6 +414,11 @@ check-minimal:
 	  all tests examples || true
 	@BUILD=$(MINIMAL_BUILD) LIBOUT=$(MINIMAL_BUILD)/lib test/run
 
+# The same suite beside a CPU hog on every core (test/loaded): no test may
+# depend on a timing window that a slow process start can miss.
+check-load:
+	@test/loaded $(MAKE) --no-print-directory check
+
 check-asan:
 	@$(MAKE) --no-print-directory deps-check
 	@$(MAKE) --no-print-directory -k BUILD=$(ASAN_BUILD) LIBOUT=$(ASAN_BUILD)/lib OPT="-O1 -g" \
@@ -561,7 +567,7 @@ clean:
 
 help:
 	@echo "targets: all cli lib-shared lib-static deps examples tests bindings check check-minimal check-asan check-tsan"
-	@echo "         check-valgrind"
+	@echo "         check-load check-valgrind"
 	@echo "options: WITH_HTTP=$(WITH_HTTP) WITH_CURL=$(WITH_CURL) WITH_SQLITE=$(WITH_SQLITE) WITH_POSTGRES=$(WITH_POSTGRES) (MINIMAL=1: all 0)"
 	@echo "         python-dist node-pack python-reference ldconfig"
 	@echo "         bench bench-pg run run-chat install uninstall check-abi abi-update fuzz clean"
