@@ -136,14 +136,14 @@ ABSENT_SRCS := $(wildcard src/*/*_absent.c)
 HTTP_SRCS := $(wildcard src/http/*.c src/cli/serve.c src/cli/serve_static.c)
 CURL_SRCS := $(filter-out src/model/demo.c src/model/client_new.c,$(wildcard src/model/*.c)) \
   $(wildcard src/tools/mcp_http.c src/tools/mcp_oauth*.c src/tools/connector_slack.c \
-  src/util/curl_global.c)
+  src/util/curl_global.c src/trace/otlp_http.c)
 SQLITE_SRCS := $(wildcard src/store/sqlite*.c)
 POSTGRES_SRCS := $(wildcard src/store/pg_*.c)
 LEFT_OUT := $(if $(filter 0,$(WITH_HTTP)),$(HTTP_SRCS)) $(if $(filter 0,$(WITH_CURL)),$(CURL_SRCS)) \
   $(if $(filter 0,$(WITH_SQLITE)),$(SQLITE_SRCS)) $(if $(filter 0,$(WITH_POSTGRES)),$(POSTGRES_SRCS))
 STUBS := $(if $(filter 0,$(WITH_HTTP)),src/http/http_absent.c src/cli/serve_absent.c) \
   $(if $(filter 0,$(WITH_CURL)),src/model/providers_absent.c src/tools/mcp_http_absent.c \
-  src/tools/connector_slack_absent.c) \
+  src/tools/connector_slack_absent.c src/trace/otlp_http_absent.c) \
   $(if $(filter 0,$(WITH_SQLITE)),src/store/sqlite_absent.c) \
   $(if $(filter 0,$(WITH_POSTGRES)),src/store/pg_absent.c)
 ALL_SRCS := $(sort $(filter-out $(ABSENT_SRCS) $(LEFT_OUT),$(wildcard src/*/*.c)) $(STUBS))

@@ -16,7 +16,8 @@ allowed() {
   model | tools) echo "$1 iface util" ;;
   harness) echo "harness iface util" ;;
   store) echo "store util" ;;
-  runtime) echo "runtime store flow iface util" ;;
+  runtime) echo "runtime store flow iface util trace" ;;
+  trace) echo "trace util" ;; # spans and the OTLP exporter
   http) echo "http util" ;;
   cli) echo "cli" ;; # the dexagents command: the public headers only
   *) echo "$1 iface flow util" ;; # a new layer: interfaces only until it is listed here
