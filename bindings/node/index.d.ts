@@ -214,6 +214,12 @@ export interface ModelReply {
   state?: unknown;
   /** Entries appended to a harness's state (a transcript that grows). */
   stateEntries?: unknown[];
+  /** Tools the framework ran itself inside the segment (hosted, MCP or
+   * sub-agent tools): each a segment_tool_call event with ran_by
+   * "framework" when the segment commits; at least once (they run again
+   * when the segment reruns), never a Step of their own. */
+  frameworkToolCalls?: { callId: string; name: string; arguments?: unknown;
+    status?: 'ok' | 'error' | 'cancelled'; output?: unknown }[];
 }
 
 /** What a read inside the segment returns. */

@@ -96,6 +96,7 @@ int dexa_model_request_call_tool(const dexa_model_request *request, const char *
                                  size_t arguments_len, char **out, size_t *out_len);
 int dexa_model_reply_set_harness_state(dexa_model_reply *reply, const char *json, size_t len);
 int dexa_model_reply_add_harness_entry(dexa_model_reply *reply, const char *json, size_t len);
+int dexa_model_reply_add_framework_tool_call(dexa_model_reply *reply, const char *json, size_t len);
 int dexa_model_reply_set_tool_policy(dexa_model_reply *reply, const char *call_id, int effect,
                                      int approval);
 
