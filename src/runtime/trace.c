@@ -149,8 +149,13 @@ void dexa__trace_close(dexa_runtime *rt) {
 /* The end of a span: the host's callback, then the exporter, which takes it. */
 static void span_done(dexa_runtime *rt, dexa_span *s) {
   if (rt->span_end) rt->span_end(rt->trace_user, s);
-  if (rt->otlp) dexa__otlp_enqueue(rt->otlp, s);
-  else dexa__span_free(s);
+  if (!rt->otlp) {
+    dexa__span_free(s);
+  } else if (!dexa__otlp_enqueue(rt->otlp, s)) {
+    /* rate-limited by the log: one line per 10 s saying how many followed */
+    dexa__log(rt, DEXA_LOG_WARNING, "otlp-drop",
+              "tracing: a span was dropped: the OTLP exporter's queue is full (OTEL_BSP_MAX_QUEUE_SIZE)");
+  }
 }
 
 /* ---- Step spans ----------------------------------------------------------- */

@@ -101,7 +101,9 @@ typedef struct dexa__otlp_stats {
 int dexa__otlp_new(dexa__otlp **out, dexa__otlp_config *cfg, dexa__otlp_sender sender);
 /* Takes span: queued, or freed and counted as dropped when the queue is
  * full (or the exporter is shutting down). Never blocks on the network. */
-void dexa__otlp_enqueue(dexa__otlp *x, dexa_span *span);
+/* 1 when queued; 0 when the span was dropped (a full queue, a stopping
+ * exporter). */
+int dexa__otlp_enqueue(dexa__otlp *x, dexa_span *span);
 /* Asks for every queued span to be sent now and waits until they are, or
  * for at most timeout_ms. Returns DEXA_OK or DEXA_E_TIMEOUT. */
 int dexa__otlp_flush(dexa__otlp *x, int64_t timeout_ms);

@@ -170,23 +170,24 @@ fail:
   return DEXA_E_NOMEM;
 }
 
-void dexa__otlp_enqueue(dexa__otlp *x, dexa_span *span) {
-  if (!span) return;
+int dexa__otlp_enqueue(dexa__otlp *x, dexa_span *span) {
+  if (!span) return 1;
   if (!x) {
     dexa__span_free(span);
-    return;
+    return 0;
   }
   pthread_mutex_lock(&x->mu);
   if (x->stop || x->count == x->cfg.max_queue) {
     x->stats.dropped++;
     pthread_mutex_unlock(&x->mu);
     dexa__span_free(span);
-    return;
+    return 0;
   }
   x->ring[(x->head + x->count) % x->cfg.max_queue] = span;
   x->count++;
   if (x->count == 1 || x->count == x->cfg.max_batch) pthread_cond_signal(&x->work_cv);
   pthread_mutex_unlock(&x->mu);
+  return 1;
 }
 
 int dexa__otlp_flush(dexa__otlp *x, int64_t timeout_ms) {

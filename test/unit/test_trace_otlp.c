@@ -304,7 +304,9 @@ static void queue_full_drops(void) {
   dexa__otlp_enqueue(x, test_span("a"));
   dexa__otlp_enqueue(x, test_span("b")); /* a full batch: the thread takes both */
   CHECK(wait_entered(&f, 1));
-  for (int i = 0; i < 7; i++) dexa__otlp_enqueue(x, test_span("more")); /* 4 fit, 3 dropped */
+  int refused = 0;
+  for (int i = 0; i < 7; i++) refused += !dexa__otlp_enqueue(x, test_span("more")); /* 4 fit */
+  CHECK_EQ_INT(refused, 3); /* the caller learns of each drop (the runtime logs it) */
   dexa__otlp_stats st;
   dexa__otlp_get_stats(x, &st);
   CHECK_EQ_INT(st.queued, 4);
