@@ -401,6 +401,28 @@ class ChatTest(Base):
             os.close(fd)
 
 
+    def test_chat_with_an_mcp_server(self):
+        # --mcp-config: the server's tools are the session's; a read runs at once
+        # through the MCP client, and the server saw the call.
+        log = os.path.join(self.tmp, "fake.log")
+        cfg = os.path.join(self.tmp, "mcp.json")
+        with open(cfg, "w") as f:
+            json.dump({"mcpServers": {"fake": {
+                "command": "python3",
+                "args": [os.path.join(ROOT, "test", "mcp", "_fake_server.py"), "stdio", "modern"],
+                "env": {"FAKE_LOG": log}, "trustAnnotations": True}}}, f)
+        r = run("chat", "--store", self.store, "--mcp-config", cfg,
+                input='/tool fake__echo {"text":"over MCP"}\n')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("  <- tool fake__echo: ok", r.stdout)
+        self.assertIn("echo: over MCP", r.stdout)
+        with open(log) as f:
+            self.assertIn("recv tools/call", f.read())
+        r = run("chat", "--store", self.store, "--mcp-config", os.path.join(self.tmp, "none.json"),
+                input="")
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+
+
 class FakeSlack:
     """chat.postMessage on 127.0.0.1, a free port. Each post is held until
     release() so a test can act while it is in flight."""
