@@ -798,14 +798,24 @@ static void test_chat_plan_is_a_data_part(void) {
   free(q);
 }
 
+/* A chat message queued behind a turn that waits for a timer: its
+ * request, with *id the message's id (NULL when it did not queue). */
+static chat_req *chat_queued(session *s, const char *text, char *id, size_t size) {
+  if (start(s, NULL) != 0 ||
+      POST(path_of(s, "/messages"), s->token, "{\"text\":\"/wait 600 hold\"}")->status != 200)
+    return NULL;
+  idle(s);
+  chat_req *q = chat_start(s, text, 0);
+  if (queued(s, 1, id, size)) return q;
+  free(chat_join(q));
+  return NULL;
+}
+
 static void test_chat_queued_message_streams_when_its_turn_starts(void) {
   session s;
-  CHECK(start(&s, NULL) == 0);
-  CHECK_EQ_INT(POST(path_of(&s, "/messages"), s.token, "{\"text\":\"/wait 600 hold\"}")->status, 200);
-  idle(&s);
-  chat_req *q = chat_start(&s, "later on", 0);
   char id[64] = "", body[128];
-  CHECK(queued(&s, 1, id, sizeof id));
+  chat_req *q = chat_queued(&s, "later on", id, sizeof id);
+  CHECK(q);
   /* steered in: the waiting turn ends, the queued message's turn streams */
   snprintf(body, sizeof body, "{\"message_id\":\"%s\"}", id);
   CHECK_EQ_INT(POST(path_of(&s, "/queue/steer"), s.token, body)->status, 200);
@@ -825,12 +835,9 @@ static void test_chat_queued_message_streams_when_its_turn_starts(void) {
 
 static void test_chat_deleted_queued_message_aborts(void) {
   session s;
-  CHECK(start(&s, NULL) == 0);
-  CHECK_EQ_INT(POST(path_of(&s, "/messages"), s.token, "{\"text\":\"/wait 600 hold\"}")->status, 200);
-  idle(&s);
-  chat_req *q = chat_start(&s, "never mind", 0);
   char id[64] = "", body[128];
-  CHECK(queued(&s, 1, id, sizeof id));
+  chat_req *q = chat_queued(&s, "never mind", id, sizeof id);
+  CHECK(q);
   snprintf(body, sizeof body, "{\"message_id\":\"%s\"}", id);
   CHECK_EQ_INT(POST(path_of(&s, "/queue/delete"), s.token, body)->status, 200);
   chat_join(q);

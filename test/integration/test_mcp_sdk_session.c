@@ -464,36 +464,31 @@ static void test_elicitation_and_sampling_over_stdio(void) {
   world_close(&w);
 }
 
-static void test_a_decline_reaches_the_server(void) {
-  NEED_SERVERS();
+/* ask_name answered with action (decline, cancel): the server sees it. */
+static void refuse_elicitation(const char *sid, const char *action, const char *said) {
   world w;
   CHECK(world_open(&w, 2) == 0);
-  CHECK_EQ_INT(start(w.rt, "s-decline"), DEXA_OK);
-  CHECK_EQ_INT(say(w.rt, "s-decline", "/tool sdk__ask_name {}"), DEXA_OK);
-  cJSON *q = pending_question(w.rt, "s-decline");
+  CHECK_EQ_INT(start(w.rt, sid), DEXA_OK);
+  CHECK_EQ_INT(say(w.rt, sid, "/tool sdk__ask_name {}"), DEXA_OK);
+  cJSON *q = pending_question(w.rt, sid);
   CHECK(q);
-  CHECK_EQ_INT(answer(w.rt, "s-decline", cJSON_GetStringValue(cJSON_GetObjectItem(q, "call_id")),
-                      ",\"action\":\"decline\""),
+  char extra[64];
+  snprintf(extra, sizeof extra, ",\"action\":\"%s\"", action);
+  CHECK_EQ_INT(answer(w.rt, sid, cJSON_GetStringValue(cJSON_GetObjectItem(q, "call_id")), extra),
                DEXA_OK);
   cJSON_Delete(q);
-  CHECK(wait_for(w.rt, "s-decline", "no name: decline"));
+  CHECK(wait_for(w.rt, sid, said));
   world_close(&w);
+}
+
+static void test_a_decline_reaches_the_server(void) {
+  NEED_SERVERS();
+  refuse_elicitation("s-decline", "decline", "no name: decline");
 }
 
 static void test_a_cancel_reaches_the_server(void) {
   NEED_SERVERS();
-  world w;
-  CHECK(world_open(&w, 2) == 0);
-  CHECK_EQ_INT(start(w.rt, "s-cancel"), DEXA_OK);
-  CHECK_EQ_INT(say(w.rt, "s-cancel", "/tool sdk__ask_name {}"), DEXA_OK);
-  cJSON *q = pending_question(w.rt, "s-cancel");
-  CHECK(q);
-  CHECK_EQ_INT(answer(w.rt, "s-cancel", cJSON_GetStringValue(cJSON_GetObjectItem(q, "call_id")),
-                      ",\"action\":\"cancel\""),
-               DEXA_OK);
-  cJSON_Delete(q);
-  CHECK(wait_for(w.rt, "s-cancel", "no name: cancel"));
-  world_close(&w);
+  refuse_elicitation("s-cancel", "cancel", "no name: cancel");
 }
 
 /* initialize declares elicitation, sampling and roots only for a server
