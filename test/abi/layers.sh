@@ -26,12 +26,12 @@ allowed() {
 
 # public_too DIR: directories DIR may also reach through their public dexa_
 # functions only (the ABI): the runtime is a host of dexa_dispatch, the HTTP
-# routes are clients of the runtime, and the dexagents command (src/cli,
+# routes are clients of the runtime (and of the MCP sign-in), and the dexagents command (src/cli,
 # not part of the library) is a client of the whole ABI.
 public_too() {
   case $1 in
   runtime) echo "core" ;;
-  http) echo "runtime" ;;
+  http) echo "runtime tools" ;;
   cli) echo "core flow iface model tools store runtime http util" ;;
   esac
 }
