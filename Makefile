@@ -273,7 +273,9 @@ check-valgrind:
 # its wheel and sdist with its own PEP 517 backend (standard library only) into
 # $(BUILD)/python. bindings/node is an N-API addon in C: `bindings` builds it in
 # place with $(CC) against Node's headers (bindings/node/build.js, no node-gyp,
-# no download); node-pack packs the npm tarball into $(BUILD)/node.
+# no download); node-pack packs the npm tarball into $(BUILD)/node, with the
+# pinned node-api-headers bundled (bindings/node/tools/pack.sh), so installing
+# it needs no network and no Node headers on the system.
 PYTHON ?= python3
 # Where Node has no headers (Debian's nodejs without libnode-dev), make check
 # takes them from the npm package node-api-headers (pinned), into the build folder.
@@ -302,7 +304,7 @@ python-reference:
 
 node-pack:
 	@mkdir -p $(BUILD)/node
-	cd bindings/node && npm pack --silent --pack-destination $(abspath $(BUILD)/node)
+	bash bindings/node/tools/pack.sh $(BUILD)/node
 
 # ---- ABI baseline (abigail-tools) ----------------------------------------
 # abi-update writes the reviewed baseline from a -g build (the baseline is the
