@@ -518,8 +518,8 @@ export declare class Agent {
   readonly handle: unknown;
   /** The flow type. */
   readonly flowType: string;
-  /** The flow description (dexa_flow_describe(3)) as the library wrote it: flow type,
-   * start Step, every Step type with its default options, attributes, channels, RPCs. */
+  /** The flow description (dexa_flow_describe(3)) in camelCase: flow type, start Step,
+   * every Step type with its default options, attributes, channels, RPCs. */
   describe(): FlowDescription;
   /** Host-driven mode: runs one Step method or RPC with reader as the session's state. */
   dispatch(call: StepCall, reader: AttributeReader, options?: DispatchOptions): Promise<Result>;
@@ -932,7 +932,6 @@ export interface StepOptions {
   locked?: boolean;
   /** The Step type that runs when this one fails for good, or null. */
   recovery?: string | null;
-  [key: string]: unknown;
 }
 
 /** What an Execute or an RPC decided: the Steps to add (each input is the library's document,
@@ -1000,7 +999,6 @@ export interface FlowDescription {
       waits?: { mode: 'any' | 'all'; conditions: Array<{ channel?: string; timer?: boolean }> } }>;
     rpcs: Record<string, { publishes: string[] }>;
   };
-  [key: string]: unknown;
 }
 
 // ---- earlier names --------------------------------------------------------------------

@@ -48,7 +48,7 @@ function waitText(wait) {
 // A live event of dispatch(): an Event like the runtime's (camelCase, live).
 function liveEvent(e) {
   const { Event } = require('./runtime'); // runtime.js requires this module
-  return new Event(null, e, true);
+  return new Event('', e, true);
 }
 
 /** What a call runs: a Step's WaitFor or Execute, or an RPC. */
