@@ -80,8 +80,9 @@ DEPFILES = $(OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BIN
 DEB_BUILD := gcc make binutils pkg-config libcjson-dev libcurl4-openssl-dev libmbedtls-dev \
   libmicrohttpd-dev libsqlite3-dev libpq-dev
 # postgresql: test/pg/suites.sh runs the store's tests on a throwaway cluster.
-# python3-*: test/python/test_packages.py installs the packages into venvs.
-DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql python3-cffi python3-venv python3-pip
+# python3-*: test/python/test_packages.py installs the packages into venvs;
+# python3-mypy: test/python/test_typing.py checks the package's type hints.
+DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql python3-cffi python3-venv python3-pip python3-mypy
 # The AI Agent page's browser tests (test/e2e) drive Debian's chromium.
 DEB_E2E := chromium
 DEB_VALGRIND := valgrind

@@ -101,7 +101,8 @@ class _Handle(ctypes.c_void_p):
 
     def __del__(self) -> None:
         try:
-            _handles.pop(self.value, None)
+            if self.value is not None:
+                _handles.pop(self.value, None)
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
@@ -340,7 +341,8 @@ class FFI:
             return s
         if target is None:
             raise TypeError("cannot new a void *")
-        cell = target() if init is None else target(init)
+        ctype: Any = target
+        cell = ctype() if init is None else ctype(init)
         return ctypes.pointer(cell)
 
     def cast(self, cdecl: str, value: Any) -> Any:

@@ -36,7 +36,7 @@ if _want not in ("", "cffi", "ctypes"):
     raise ImportError("DEXAGENTS_FFI=%s: expected cffi or ctypes" % _want)
 if _want != "ctypes":
     try:
-        from cffi import FFI
+        from cffi import FFI  # type: ignore[import]
         BACKEND = "cffi"
     except ImportError as _e:  # pragma: no cover - depends on the interpreter
         if _want == "cffi":
