@@ -33,7 +33,7 @@ function run(cmd, args, opts = {}) {
 function cleanEnv(extra = {}) {
   const env = { ...process.env };
   for (const k of ['LD_LIBRARY_PATH', 'DEXAGENTS_LIBRARY', 'DEXAGENTS_NODE_ADDON', 'PKG_CONFIG_PATH',
-    'DEXAGENTS_INCLUDE', 'DEXAGENTS_LIBDIR', 'NODE_PATH']) delete env[k];
+    'DEXAGENTS_INCLUDE', 'DEXAGENTS_LIBDIR', 'NODE_PATH', 'NODE_INCLUDE', 'DEXAGENTS_NODEDIR']) delete env[k];
   return { ...env, ...extra };
 }
 
