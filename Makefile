@@ -190,8 +190,9 @@ DEPFILES = $(OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BIN
 DEB_BUILD := gcc make binutils pkg-config libcjson-dev libcurl4-openssl-dev libmbedtls-dev \
   libmicrohttpd-dev libsqlite3-dev libpq-dev
 # postgresql: test/pg/suites.sh runs the store's tests on a throwaway cluster.
-# python3-*: test/python/test_packages.py installs the packages into venvs.
-DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql python3-cffi python3-venv python3-pip
+# python3-*: test/python/test_packages.py installs the packages into venvs;
+# python3-mypy: test/python/test_typing.py checks the package's type hints.
+DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql python3-cffi python3-venv python3-pip python3-mypy
 # The AI Agent page's browser tests (test/e2e) drive Debian's chromium.
 DEB_E2E := chromium
 DEB_VALGRIND := valgrind
@@ -450,7 +451,9 @@ check-valgrind:
 # its wheel and sdist with its own PEP 517 backend (standard library only) into
 # $(BUILD)/python. bindings/node is an N-API addon in C: `bindings` builds it in
 # place with $(CC) against Node's headers (bindings/node/build.js, no node-gyp,
-# no download); node-pack packs the npm tarball into $(BUILD)/node.
+# no download); node-pack packs the npm tarball into $(BUILD)/node, with the
+# pinned node-api-headers bundled (bindings/node/tools/pack.sh), so installing
+# it needs no network and no Node headers on the system.
 PYTHON ?= python3
 # Where Node has no headers (Debian's nodejs without libnode-dev), make check
 # takes them from the npm package node-api-headers (pinned), into the build folder.
@@ -479,7 +482,7 @@ python-reference:
 
 node-pack:
 	@mkdir -p $(BUILD)/node
-	cd bindings/node && npm pack --silent --pack-destination $(abspath $(BUILD)/node)
+	bash bindings/node/tools/pack.sh $(BUILD)/node
 
 # ---- ABI baseline (abigail-tools) ----------------------------------------
 # abi-update writes the reviewed baseline from a -g build (the baseline is the
