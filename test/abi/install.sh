@@ -11,7 +11,11 @@ ver=$(sed -n 's/^#define DEXA_VERSION_STRING "\(.*\)"/\1/p' include/dexagents/ve
 # The build options of this build dir (WITH_HTTP=0 ...), so that install
 # stages this variant and does not rebuild another.
 read -r -a opts <<<"$(cat "$BUILD/build-options" 2>/dev/null)"
-mk=(make -s --no-print-directory BUILD="$BUILD" LIBOUT="$LIBOUT" DESTDIR="$stage" PREFIX=/usr "${opts[@]}")
+# make runs with the caller's pkg-config settings, not the staged ones the
+# checks below export (a sysroot would point libpq's headers into the stage).
+mk=(env -u PKG_CONFIG_PATH -u PKG_CONFIG_SYSROOT_DIR -u PKG_CONFIG_ALLOW_SYSTEM_CFLAGS
+  -u PKG_CONFIG_ALLOW_SYSTEM_LIBS make -s --no-print-directory BUILD="$BUILD" LIBOUT="$LIBOUT"
+  DESTDIR="$stage" PREFIX=/usr "${opts[@]}")
 
 if ! "${mk[@]}" install >"$tmp/log" 2>&1; then
   fail "make install DESTDIR=... PREFIX=/usr" "$(tail -n 20 "$tmp/log")"
