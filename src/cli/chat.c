@@ -421,6 +421,14 @@ static int loop(chat *c) {
     if (n < 0) return CLI_FAIL;
     if (c->quit) break;
     int settled = n == 0 && dexa_runtime_wait_idle(c->app.rt, c->sid, 0) == DEXA_OK;
+    if (settled) {
+      /* Steps may have run between the read and that check (a loaded
+       * machine can hold this thread back that long): their events are
+       * printed before the next line is taken, or the chat ends. */
+      int more = read_batch(c, 0);
+      if (more < 0) return CLI_FAIL;
+      if (more > 0) continue;
+    }
     if (settled) show_waits(c);
     if (c->in.eof) {
       /* Piped input is over: follow the session until it settles and no

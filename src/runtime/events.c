@@ -113,12 +113,20 @@ static void collect_deltas(dexa_runtime *rt, const char *sid, int64_t seq, int64
   pthread_mutex_unlock(&rt->ring_mu);
 }
 
-/* Everything after (seq, n), sorted, at most max. */
+/* Everything after (seq, n), sorted, at most max.
+ *
+ * The deltas first, then the durable events: a delta at (s, k) is emitted
+ * by a task claimed once the events up to s were committed, so a store
+ * read after it sees them all. In the other order a Step could commit
+ * event s and the next Step emit a delta at (s, k) between the two reads:
+ * the delta was returned without event s, and the reader's token, past s,
+ * lost that event for good (a tool's tool_call_finished under load, just
+ * before the model's answer streamed). */
 static int collect(dexa_runtime *rt, dexa__store_conn *c, const char *sid, int64_t seq,
                    int64_t n, int32_t max, items *out) {
+  collect_deltas(rt, sid, seq, n, out);
   int rc = c->ops->event_read(c, sid, seq, max, visit_event, out);
   if (rc != DEXA_OK) return rc;
-  collect_deltas(rt, sid, seq, n, out);
   if (out->oom) return DEXA_E_NOMEM;
   if (out->count > 1) qsort(out->v, out->count, sizeof *out->v, pos_cmp);
   while (out->count > (size_t)max) free(out->v[--out->count].json);

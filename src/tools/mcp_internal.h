@@ -455,4 +455,8 @@ void dexa__mcp_tool_name(const char *server, const char *tool, char *out);
  * basis); calls recorded under it still resolve. */
 void dexa__mcp_tool_name_1_0(const char *server, const char *tool, char *out);
 
+/* The client of an MCP tool source (NULL for any other source): for tests
+ * that start a server under one timeout and time its calls under another. */
+dexa__mcp_client *dexa__mcp_source_client(dexa_tool_source *s);
+
 #endif

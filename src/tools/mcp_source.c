@@ -896,3 +896,7 @@ DEXA_EXTERN void dexa_mcp_tool_sources_free(dexa_tool_source **sources, size_t c
   for (size_t i = 0; i < count; i++) dexa_tool_source_free(sources[i]);
   free(sources);
 }
+
+dexa__mcp_client *dexa__mcp_source_client(dexa_tool_source *s) {
+  return s && s->vt.call_tool == call_tool ? &((mcp_source *)s->user_data)->client : NULL;
+}

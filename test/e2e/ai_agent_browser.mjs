@@ -15,7 +15,7 @@ const { chromium } = require('playwright-core');
 const KEY = process.env.E2E_SESSION_KEY || 'e2e-session-key';
 const APP = `${base}/products/ai-agent/`;
 
-const T = 15000; // per wait
+const T = 60000; // per wait: generous, the machine may be loaded (a wait ends when its condition holds)
 let passed = 0;
 let failed = 0;
 let skipped = 0;
@@ -382,8 +382,8 @@ async function desktop() {
       getSelection().addRange(r);
     });
     const count = (await page.$$('#messages > li')).length;
-    await page.evaluate(() => window.agentReloadSnapshot());
-    await page.waitForTimeout(300);
+    // The reload's promise: resolved (true) once the snapshot is merged.
+    assert(await page.evaluate(() => window.agentReloadSnapshot()) === true, 'the snapshot reloaded');
     assert(await page.$('#messages li[data-probe="kept"]'), 'the same node');
     assert((await page.evaluate(() => String(getSelection()))).length > 0, 'selection kept');
     assert((await page.$$('#messages > li')).length === count, 'nothing added or dropped');
@@ -634,7 +634,9 @@ async function phone() {
   await check('mobile: the chat list is a drawer', async () => {
     await page.click('#open-sidebar');
     await page.waitForFunction(() => document.body.classList.contains('drawer-open'), null, { timeout: T });
-    await page.waitForTimeout(300); // the slide-in transition
+    // The slide-in transition has ended (no fixed wait: a loaded machine runs it late).
+    await page.waitForFunction(() => document.querySelector('.sidebar').getAnimations().length === 0 &&
+      document.querySelector('.sidebar').getBoundingClientRect().left >= 0, null, { timeout: T });
     await onScreen(page, '#session-list li a', 'a chat in the list');
     await shot('drawer');
     await page.keyboard.press('Escape');
