@@ -5,12 +5,12 @@
 #include "harness/cc_options.h"
 
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dexagents/errors.h"
+#include "util/errmsg.h"
 
 #define DEFAULT_TIMEOUT_MS (15 * 60 * 1000)
 #define DEFAULT_GRACE_MS 5000
@@ -21,18 +21,6 @@ static const char *const refused_env[] = {
     "ANTHROPIC_API_KEY",         "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
     "CLAUDE_CONFIG_DIR",         "CLAUDE_CODE_PROJECT_DIR_NAME",
     "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS", NULL};
-
-static int say(char *err, size_t n, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int say(char *err, size_t n, int rc, const char *fmt, ...) {
-  if (err && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-  }
-  return rc;
-}
 
 static int take_string(char **out, const cJSON *v) {
   if (!cJSON_IsString(v) || !*v->valuestring) return DEXA_E_INVALID_ARG;
@@ -70,7 +58,7 @@ static int take_env(dexa__cc_options *o, const cJSON *v, char *err, size_t n) {
   cJSON_ArrayForEach(e, v) {
     if (!cJSON_IsString(e) || !*e->string || strchr(e->string, '=')) return DEXA_E_INVALID_ARG;
     if (env_refused(e->string))
-      return say(err, n, DEXA_E_INVALID_ARG,
+      return dexa__say(err, n, DEXA_E_INVALID_ARG,
                  "claude-code options: \"env\" may not set %s (the API key comes from the "
                  "worker's environment; the rest is the harness's own)",
                  e->string);
@@ -111,7 +99,7 @@ int dexa__cc_options_parse(dexa__cc_options *o, const char *json, size_t len, ch
   if (json && len) {
     doc = cJSON_ParseWithLength(json, len);
     if (!cJSON_IsObject(doc)) {
-      rc = say(err, n, DEXA_E_INVALID_JSON, "claude-code options: not a JSON object");
+      rc = dexa__say(err, n, DEXA_E_INVALID_JSON, "claude-code options: not a JSON object");
       goto cleanup;
     }
     const cJSON *v;
@@ -120,11 +108,11 @@ int dexa__cc_options_parse(dexa__cc_options *o, const char *json, size_t len, ch
       rc = set_option(o, v, why, sizeof why);
       if (rc == DEXA_OK) continue;
       if (*why)
-        say(err, n, rc, "%s", why);
+        dexa__say(err, n, rc, "%s", why);
       else if (rc == DEXA_E_UNKNOWN_KEY)
-        say(err, n, rc, "claude-code options: unknown key \"%.64s\"", v->string);
+        dexa__say(err, n, rc, "claude-code options: unknown key \"%.64s\"", v->string);
       else
-        say(err, n, rc, "claude-code options: bad value for \"%.64s\"", v->string);
+        dexa__say(err, n, rc, "claude-code options: bad value for \"%.64s\"", v->string);
       goto cleanup;
     }
   }

@@ -14,6 +14,7 @@
 #include "model/provider.h"
 #include "model/retry.h"
 #include "model/token_command.h"
+#include "util/errmsg.h"
 
 static const dexa__provider *const providers[] = {
     &dexa__openai_responses_provider, &dexa__openai_chat_provider, &dexa__anthropic_provider,
@@ -24,18 +25,6 @@ static void destroy(void *user_data) { dexa__client_cfg_free(user_data); }
 
 static int generate(void *user_data, const dexa_model_request *req, dexa_model_reply *reply) {
   return dexa__client_generate(user_data, req, reply);
-}
-
-static int say(char *errmsg, size_t n, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int say(char *errmsg, size_t n, int rc, const char *fmt, ...) {
-  if (errmsg && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errmsg, n, fmt, ap);
-    va_end(ap);
-  }
-  return rc;
 }
 
 static void free_names(char **names, size_t n) {
@@ -52,13 +41,13 @@ static int make_client(dexa_model **out, dexa__client_cfg *c, char **fallbacks, 
   int rc = dexa_model_new(out, c->name, &vt, c);
   if (rc != DEXA_OK) {
     dexa__client_cfg_free(c);
-    return say(errmsg, errmsg_size, rc, "out of memory");
+    return dexa__say(errmsg, errmsg_size, rc, "out of memory");
   }
   rc = dexa_model_set_fallbacks(*out, (const char *const *)fallbacks, nfb);
   if (rc != DEXA_OK) {
     dexa_model_free(*out); /* frees c */
     *out = NULL;
-    return say(errmsg, errmsg_size, rc, "model options: bad value for \"fallbacks\": expected "
+    return dexa__say(errmsg, errmsg_size, rc, "model options: bad value for \"fallbacks\": expected "
                                         "other models' names, each once");
   }
   return DEXA_OK;
@@ -70,14 +59,14 @@ int dexa__model_provider_new(dexa_model **out, const char *name, const char *opt
   for (size_t i = 0; i < sizeof providers / sizeof *providers; i++)
     if (!strncmp(name, providers[i]->prefix, strlen(providers[i]->prefix))) p = providers[i];
   if (!p)
-    return say(errmsg, errmsg_size, DEXA_E_INVALID_ARG,
+    return dexa__say(errmsg, errmsg_size, DEXA_E_INVALID_ARG,
                "unknown model provider in \"%.80s\" (openai/, openai-chat/, anthropic/, gemini/, "
                "vertex/, bedrock/, azure/, mock/)",
                name);
   if (!name[strlen(p->prefix)])
-    return say(errmsg, errmsg_size, DEXA_E_INVALID_ARG, "no model id after %s", p->prefix);
+    return dexa__say(errmsg, errmsg_size, DEXA_E_INVALID_ARG, "no model id after %s", p->prefix);
   int rc = dexa__model_http_global_init();
-  if (rc != DEXA_OK) return say(errmsg, errmsg_size, rc, "libcurl global init failed");
+  if (rc != DEXA_OK) return dexa__say(errmsg, errmsg_size, rc, "libcurl global init failed");
   dexa__client_cfg *c = calloc(1, sizeof *c);
   if (c && !(c->name = strdup(name))) {
     free(c);
@@ -88,7 +77,7 @@ int dexa__model_provider_new(dexa_model **out, const char *name, const char *opt
     free(c);
     c = NULL;
   }
-  if (!c) return say(errmsg, errmsg_size, DEXA_E_NOMEM, "out of memory");
+  if (!c) return dexa__say(errmsg, errmsg_size, DEXA_E_NOMEM, "out of memory");
   c->provider = c->wire = p;
   c->model = c->name + strlen(p->prefix);
   c->timeout_ms = 900000;

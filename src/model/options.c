@@ -3,7 +3,6 @@
  * provider that does not take it, so a typo or a misplaced option never
  * passes silently. */
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,21 +10,10 @@
 
 #include "dexagents/errors.h"
 #include "model/provider.h"
+#include "util/errmsg.h"
 
 #define MAX_KV 32
 #define MAX_FALLBACKS 8
-
-static int say(char *errmsg, size_t n, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int say(char *errmsg, size_t n, int rc, const char *fmt, ...) {
-  if (errmsg && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errmsg, n, fmt, ap);
-    va_end(ap);
-  }
-  return rc;
-}
 
 /* One option's parse: DEXA_OK, or DEXA_E_INVALID_ARG with why (static text
  * naming what is expected) set. */
@@ -346,25 +334,25 @@ static int check_combination(dexa__client_cfg *c, char *errmsg, size_t n) {
   int anthropic_like = p == &dexa__anthropic_provider || p == &dexa__bedrock_provider;
   if (c->thinking_budget_tokens > 0 && c->tool_choice && !strcmp(c->tool_choice, "required") &&
       anthropic_like)
-    return say(errmsg, n, DEXA_E_INVALID_ARG,
+    return dexa__say(errmsg, n, DEXA_E_INVALID_ARG,
                "model options: Anthropic does not allow a forced tool_choice with thinking");
   if (c->thinking_budget_tokens > 0 && anthropic_like &&
       ((c->has_temperature && c->temperature != 1.0) || (c->has_top_p && c->top_p < 0.95)))
-    return say(errmsg, n, DEXA_E_INVALID_ARG,
+    return dexa__say(errmsg, n, DEXA_E_INVALID_ARG,
                "model options: with thinking, Anthropic takes temperature 1 only and top_p >= 0.95");
   if (p == &dexa__bedrock_provider && c->tool_choice && !strcmp(c->tool_choice, "none"))
-    return say(errmsg, n, DEXA_E_INVALID_ARG,
+    return dexa__say(errmsg, n, DEXA_E_INVALID_ARG,
                "model options: bedrock/ has no tool_choice \"none\" (leave tools out instead)");
   if (p == &dexa__vertex_provider && c->token_command && c->api_key)
-    return say(errmsg, n, DEXA_E_INVALID_ARG, "model options: give api_key or token_command, not both");
+    return dexa__say(errmsg, n, DEXA_E_INVALID_ARG, "model options: give api_key or token_command, not both");
   if (p != &dexa__azure_provider) return DEXA_OK;
   int responses = c->api && !strcmp(c->api, "responses");
   c->wire = responses ? &dexa__openai_responses_provider : &dexa__openai_chat_provider;
   if (responses && (c->has_seed || c->stop_count))
-    return say(errmsg, n, DEXA_E_UNKNOWN_KEY,
+    return dexa__say(errmsg, n, DEXA_E_UNKNOWN_KEY,
                "model options: seed and stop are not taken by the Responses API (api \"chat\" takes them)");
   if (!responses && (c->reasoning_summary || c->encrypted_reasoning == 1))
-    return say(errmsg, n, DEXA_E_UNKNOWN_KEY,
+    return dexa__say(errmsg, n, DEXA_E_UNKNOWN_KEY,
                "model options: reasoning_summary and encrypted_reasoning need api \"responses\"");
   return DEXA_OK;
 }
@@ -388,7 +376,7 @@ int dexa__client_options(dexa__client_cfg *c, const char *json, size_t len, char
     o = cJSON_ParseWithLength(json, len);
     if (!cJSON_IsObject(o)) {
       cJSON_Delete(o);
-      return say(errmsg, n, DEXA_E_INVALID_JSON, "model options: not a JSON object");
+      return dexa__say(errmsg, n, DEXA_E_INVALID_JSON, "model options: not a JSON object");
     }
   }
   parse p = {c, NULL, fallbacks, fallback_count};
@@ -396,12 +384,12 @@ int dexa__client_options(dexa__client_cfg *c, const char *json, size_t len, char
   cJSON_ArrayForEach(v, o) {
     rc = set_option(&p, v);
     if (rc == DEXA_E_UNKNOWN_KEY)
-      say(errmsg, n, rc, "model options: unknown key \"%.64s\" for %s", v->string, c->name);
+      dexa__say(errmsg, n, rc, "model options: unknown key \"%.64s\" for %s", v->string, c->name);
     else if (rc == DEXA_E_INVALID_ARG)
-      say(errmsg, n, rc, "model options: bad value for \"%s\": expected %s", v->string,
+      dexa__say(errmsg, n, rc, "model options: bad value for \"%s\": expected %s", v->string,
           p.why ? p.why : "another value");
     else if (rc != DEXA_OK)
-      say(errmsg, n, rc, "model options: %s", dexa_strerror(rc));
+      dexa__say(errmsg, n, rc, "model options: %s", dexa_strerror(rc));
     if (rc != DEXA_OK) break;
   }
   cJSON_Delete(o);
