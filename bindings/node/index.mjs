@@ -11,7 +11,7 @@ export const {
   FatalError, InvalidArgumentError, StructSizeError, InvalidJSONError, UnknownStepError,
   UnknownRPCError, NotFoundError, EmptyMessageError, BadStateError, UnknownKeyError,
   InvalidResumeTokenError, StaleRevisionError, TooLargeError, ReentrantError,
-  AlreadyExistsError, UnsupportedError, NotPendingError, TimedOutError, BusyError,
+  AlreadyExistsError, UnsupportedError, NotPendingError, SessionEndedError, TimedOutError, BusyError,
   IOFailedError, RateLimitedError, ModelError, ToolError, StateLimitError, CallbackFailedError,
   CorruptError, AuthError, OutOfMemoryError, InternalError, RuntimeClosedError, READ,
   IDEMPOTENT_WRITE, WRITE, BUILTIN_ASK_USER, BUILTIN_DURABLE_WAIT, BUILTIN_WRITE_TODOS,

@@ -134,7 +134,10 @@ int dexa__apply_decision(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
   if (rc == DEXA_OK) rc = apply_cancels(c, sid, cJSON_GetObjectItemCaseSensitive(d, "cancel"), from_exec);
   if (rc != DEXA_OK) goto cleanup;
   if (cJSON_IsTrue(complete)) {
-    rc = dexa__session_close(rt, c, sid, DEXA__SESSION_COMPLETED, from_exec);
+    /* A Step's Execute completes the flow; an RPC (end_session) ends the
+     * session: it then refuses changes (DEXA_E_SESSION_ENDED). */
+    rc = dexa__session_close(rt, c, sid, from_exec ? DEXA__SESSION_COMPLETED : DEXA__SESSION_ENDED,
+                             from_exec);
     goto cleanup;
   }
   dexa__session_row s;
@@ -179,6 +182,7 @@ int dexa__apply_step_result(dexa_runtime *rt, dexa__store_conn *c, dexa__step_ro
   int rc = c->ops->savepoint(c);
   if (rc != DEXA_OK) return rc;
   rc = apply_step(rt, c, row, res, now);
+  if (rc == DEXA_OK) rc = dexa__session_active(rt, c, row->session_id, now);
   if (rc == DEXA_OK) return c->ops->release(c);
   int rb = c->ops->rollback_to(c);
   return rb != DEXA_OK ? rb : rc;

@@ -209,6 +209,12 @@ struct dexa_runtime {
   int64_t events_retained;
   char worker_id[256];
 
+  /* Session lifetime (sweep.c): 0 = off. */
+  int64_t idle_ms, retention_ms, sweep_interval_ms;
+  int64_t touch_step;          /* activity older by this much is written */
+  _Atomic int64_t sweep_due;   /* runtime clock: the next automatic sweep */
+  atomic_int sweeping;         /* a thread runs the sweep */
+
   /* mu guards: gens, conds, inflight, workers, heartbeat, errmsg. */
   pthread_mutex_t mu;
   pthread_cond_t work_cv; /* committed work: new ready steps, results */
@@ -295,6 +301,33 @@ void dexa__wait_session_change(dexa_runtime *rt, const char *sid, uint64_t gen,
 /* Bumps the generation of a bucket and wakes its waiters (rt->mu held). */
 void dexa__session_changed(dexa_runtime *rt, size_t bucket);
 size_t dexa__session_bucket(const char *sid);
+
+/* ---- session lifetime (sweep.c, client_ops.c) ---------------------------- */
+#define DEXA__DEFAULT_IDLE_MS ((int64_t)30 * 24 * 3600 * 1000)
+#define DEXA__DEFAULT_RETENTION_MS ((int64_t)7 * 24 * 3600 * 1000)
+#define DEXA__DEFAULT_SWEEP_MS 60000
+
+/* 0 when s is closed and its retention has passed at now: it reads as
+ * gone ("no longer retained") even before the sweep deletes it. */
+int dexa__session_retained(const dexa_runtime *rt, const dexa__session_row *s, int64_t now);
+/* Notes the session's activity inside a write transaction (store.h:
+ * session_touch with the runtime's step). */
+int dexa__session_active(dexa_runtime *rt, dexa__store_conn *c, const char *sid, int64_t now);
+
+typedef struct dexa__idle_arg {
+  const char *sid;
+  int64_t cutoff;   /* idle when active_ms < cutoff */
+  int ended;        /* out: ended by this operation */
+  uint64_t running; /* out: the newest in-flight task's serial then */
+  char errmsg[256];
+} dexa__idle_arg;
+/* Group-commit op (client_ops.c): ends a = dexa__idle_arg's session if it
+ * is still idle, through the flow's end_session RPC ({"reason":
+ * "idle_timeout"}) or, for a flow without one, by closing it. */
+int dexa__end_idle_op(dexa_runtime *rt, dexa__store_conn *c, void *arg);
+/* Runs the sweep when it is due (worker threads, run_ready, poll); cheap
+ * when it is not. */
+void dexa__sweep_maybe(dexa_runtime *rt);
 
 /* ids.c: "s-" + 32 hex digits from the system CSPRNG. */
 int dexa__random_session_id(char out[35]);

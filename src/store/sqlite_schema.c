@@ -30,14 +30,19 @@
 #include "dexagents/errors.h"
 #include "store/sqlite_internal.h"
 
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 
-static const char create_v3[] =
+/* sessions.active_ms (version 4): the time of the session's last activity
+ * (a running session) or of its end (a closed one); sessions_active finds
+ * the idle and the expired ones for the lifetime sweep (runtime/sweep.c). */
+static const char create_v4[] =
     "CREATE TABLE IF NOT EXISTS sessions(session_id TEXT NOT NULL PRIMARY KEY,"
     " flow_type TEXT NOT NULL, created_ms INTEGER NOT NULL, status INTEGER NOT NULL,"
     " event_seq INTEGER NOT NULL, step_ord INTEGER NOT NULL, settings TEXT,"
-    " skey INTEGER NOT NULL, data_ver INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+    " skey INTEGER NOT NULL, data_ver INTEGER NOT NULL DEFAULT 0,"
+    " active_ms INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS sessions_created ON sessions(created_ms, session_id);"
+    "CREATE INDEX IF NOT EXISTS sessions_active ON sessions(status, active_ms);"
     "CREATE UNIQUE INDEX IF NOT EXISTS sessions_skey ON sessions(skey);"
     "CREATE TABLE IF NOT EXISTS session_data(skey INTEGER NOT NULL, kind INTEGER NOT NULL,"
     " key BLOB NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL,"
@@ -65,6 +70,13 @@ static const char migrate_v1_sessions[] =
  * session cache checks. */
 static const char migrate_v2_sessions[] =
     "ALTER TABLE sessions ADD COLUMN data_ver INTEGER NOT NULL DEFAULT 0;";
+
+/* Version 4 adds the time of each session's last activity: a session of an
+ * older file counts as active when the file is upgraded, so no session
+ * ends at once for having been idle before its store knew lifetimes. */
+static const char migrate_v3_sessions[] =
+    "ALTER TABLE sessions ADD COLUMN active_ms INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE sessions SET active_ms = CAST(strftime('%s', 'now') AS INTEGER) * 1000;";
 
 static const char migrate_v1_data[] =
     "INSERT INTO session_data(skey, kind, key, seq, value)"
@@ -117,7 +129,8 @@ static int upgrade(sqlite3 *db, int version, char *errmsg, size_t n) {
                 errmsg, n);
   if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1_sessions, errmsg, n);
   if (rc == DEXA_OK && (version == 1 || version == 2)) rc = exec(db, migrate_v2_sessions, errmsg, n);
-  if (rc == DEXA_OK) rc = exec(db, create_v3, errmsg, n);
+  if (rc == DEXA_OK && version >= 1 && version <= 3) rc = exec(db, migrate_v3_sessions, errmsg, n);
+  if (rc == DEXA_OK) rc = exec(db, create_v4, errmsg, n);
   if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1_data, errmsg, n);
   if (rc != DEXA_OK) return rc == DEXA_E_ALREADY_EXISTS ? DEXA_E_CORRUPT : rc;
   char sql[128];
