@@ -166,7 +166,10 @@ static int rpc_run(dexa_runtime *rt, dexa__store_conn *c, rpc_arg *a, int apply)
   size_t len = 0;
   rc = dexa__apply_effects(rt, c, a->sid, a->res, &published);
   dexa_result_decision(a->res, &doc, &len);
-  if (rc == DEXA_OK) rc = dexa__apply_decision(rt, c, a->sid, doc, len, NULL, now);
+  /* end_session ends the session: it then refuses changes
+   * (DEXA_E_SESSION_ENDED); another RPC's "complete" completes it. */
+  int32_t closed = strcmp(a->name, "end_session") == 0 ? DEXA__SESSION_ENDED : DEXA__SESSION_COMPLETED;
+  if (rc == DEXA_OK) rc = dexa__apply_decision(rt, c, a->sid, doc, len, NULL, closed, now);
   if (rc == DEXA_OK && published) rc = dexa__wait_eval_session(rt, c, a->sid, now);
   if (rc == DEXA_OK) rc = c->ops->session_get(c, a->sid, &s);
   if (rc == DEXA_OK) a->event_seq = s.event_seq;

@@ -390,9 +390,11 @@ int dexa__event_append(dexa_runtime *rt, dexa__store_conn *c, const char *sid, c
 int dexa__apply_effects(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
                         const dexa_result *res, int *published);
 /* Applies a decision document (NULL: none). from_exec is excluded from its
- * cancellations. */
+ * cancellations. "complete" closes the session with status closed
+ * (DEXA__SESSION_COMPLETED, or ENDED for end_session). */
 int dexa__apply_decision(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
-                         const char *decision, size_t len, const char *from_exec, int64_t now);
+                         const char *decision, size_t len, const char *from_exec, int32_t closed,
+                         int64_t now);
 /* Applies a successful Step result for row in a nested savepoint; on a
  * usage-class error (bad wait or decision) it rolls back its own changes and
  * returns that error so the caller can count a failed attempt. */

@@ -493,7 +493,7 @@ static void test_version_1_file_is_migrated_with_nothing_lost(void) {
   CHECK_EQ_INT(seq, 3);
   CHECK_EQ_INT(ord, 4);
   close_conn(s, c);
-  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 3);
+  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 4);
   CHECK_EQ_INT(count_rows("SELECT count(*) FROM sessions WHERE data_ver = 0"), 1);
   CHECK_EQ_INT(count_rows("SELECT skey FROM sessions WHERE session_id = 'old'"), 1);
   CHECK_EQ_INT(count_rows("SELECT skey FROM sessions WHERE session_id = 'new'"), 2);
@@ -543,7 +543,7 @@ static void test_version_2_file_gets_data_versions(void) {
   CHECK_EQ_INT(c->ops->session_data_version(c, "old", &ver), DEXA_OK);
   CHECK_EQ_INT(ver, 1);
   close_conn(s, c);
-  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 3);
+  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 4);
 }
 
 static void test_newer_version_is_refused_and_left_alone(void) {
