@@ -249,7 +249,7 @@ DEXA_EXTERN int dexa_runtime_call(dexa_runtime *rt, const char *session_id, cons
   if (rc == DEXA_OK) rc = response_out(&a, out, out_len);
   if (rc != DEXA_OK) {
     const char *msg = a.errmsg[0] ? a.errmsg : dexa_strerror(rc);
-    if (rc == DEXA_E_NOT_FOUND && !a.res) msg = "no such session";
+    if (rc == DEXA_E_NOT_FOUND && !a.res && !a.errmsg[0]) msg = "no such session";
     if (rc == DEXA_E_UNKNOWN_RPC && !def) msg = "no such RPC";
     dexa__set_errmsg(rt, "%s %s: %s", rpc, session_id, msg);
     *out = dexa__error_doc(rc, msg, out_len);

@@ -144,7 +144,8 @@ static int end_idle(dexa_runtime *rt, int64_t now, sweep_stats *st) {
 static int purge_expired(dexa_runtime *rt, int64_t now, sweep_stats *st) {
   if (rt->retention_ms <= 0) return DEXA_OK;
   id_list l = {0};
-  int64_t cutoff = now - rt->retention_ms;
+  /* Not retained once active_ms <= now - retention (dexa__session_retained). */
+  int64_t cutoff = now - rt->retention_ms + 1;
   int rc = list_due(rt, 1, cutoff, SWEEP_LIST, &l);
   purge_arg a = {l.ids, 0, l.n, 0, cutoff, 0, 0};
   int txns = 0;
