@@ -66,6 +66,7 @@ run "runtime (postgresql)" "$PG_URI" "$BUILD/test/unit/test_runtime"
 run "runtime (conninfo)" "$PG_CONNINFO" "$BUILD/test/unit/test_runtime"
 run "runtime events (postgresql)" "$PG_URI" "$BUILD/test/unit/test_runtime_events"
 run "runtime workers (postgresql)" "$PG_URI" "$BUILD/test/unit/test_runtime_workers"
+run "runtime lifetime (postgresql)" "$PG_URI" "$BUILD/test/unit/test_runtime_lifetime"
 run "runtime crash (postgresql)" "$PG_URI" "$BUILD/test/integration/test_runtime_crash"
 run "agent crash (postgresql)" "$PG_URI" "$BUILD/test/integration/test_agent_crash"
 # examples/chat with DEX_AGENT_STORE=postgresql://... (a schema of its own).

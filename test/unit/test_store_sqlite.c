@@ -544,6 +544,9 @@ static void test_version_2_file_gets_data_versions(void) {
   CHECK_EQ_INT(ver, 1);
   close_conn(s, c);
   CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 4);
+  /* Version 4: sessions count as active at the upgrade (no idle end at once). */
+  CHECK_EQ_INT(count_rows("SELECT count(*) FROM sessions WHERE active_ms > 1600000000000"), 1);
+  CHECK_EQ_INT(count_rows("SELECT count(*) FROM sqlite_schema WHERE name = 'sessions_active'"), 1);
 }
 
 static void test_newer_version_is_refused_and_left_alone(void) {
