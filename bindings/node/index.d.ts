@@ -475,6 +475,12 @@ export interface RuntimeOptions {
   eventsRetained?: number;
   /** Memory of the session cache (default 64 MiB; 0 turns it off). */
   sessionCacheBytes?: number;
+  /** A session idle this long is ended (default 30 days; 0 never). */
+  sessionIdleTimeoutMs?: number;
+  /** How long an ended session stays readable before the sweep deletes it (default 7 days; 0 forever). */
+  sessionRetentionMs?: number;
+  /** How often worker threads sweep (default 60000; 0: never by themselves). */
+  sweepIntervalMs?: number;
 }
 
 /** The dexa_runtime_options a runtime was made with, read back. */
@@ -485,6 +491,9 @@ export interface LibraryRuntimeOptions {
   lease_ms: number;
   events_retained: number;
   session_cache_bytes: number;
+  session_idle_timeout_ms: number;
+  session_retention_ms: number;
+  sweep_interval_ms: number;
 }
 
 /** The dexa_runtime_options that `options` make, read back (what reaches the library). */
@@ -668,6 +677,9 @@ export declare class Runtime implements AsyncDisposable {
   stopTurn(sessionId: string): Promise<Record<string, unknown>>;
   /** The same as stopTurn. */
   cancelTurn(sessionId: string): Promise<Record<string, unknown>>;
+  /** Ends the session for good (end_session): running Steps are cancelled, waits end; later
+   * changes fail with SessionEndedError, reads answer until the retention passes. */
+  endSession(sessionId: string, reason?: string): Promise<Record<string, unknown>>;
   /** Approves a call waiting for approval. */
   approve(sessionId: string, callId: string, note?: string): Promise<Record<string, unknown>>;
   /** Rejects a call waiting for approval; the note is the model's result. */

@@ -60,10 +60,12 @@ test('every runtime option reaches the library', { skip, timeout: 120000 }, asyn
   const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'dexa-node-'));
   const store = path.join(dir, 'x.db');
   const rt = new dx.Runtime(new dx.Agent(), { store, workers: 0, sessionCacheBytes: 12345,
-    eventsRetained: 77, leaseMs: 4321, workerId: 'w-1', sqliteSynchronous: 'normal' });
+    eventsRetained: 77, leaseMs: 4321, workerId: 'w-1', sqliteSynchronous: 'normal',
+    sessionIdleTimeoutMs: 600000, sessionRetentionMs: 0, sweepIntervalMs: 5000 });
   try {
     assert.deepEqual(rt.libraryOptions, { store, sqlite_synchronous: 'normal', worker_id: 'w-1',
-      lease_ms: 4321, events_retained: 77, session_cache_bytes: 12345 });
+      lease_ms: 4321, events_retained: 77, session_cache_bytes: 12345,
+      session_idle_timeout_ms: 600000, session_retention_ms: 0, sweep_interval_ms: 5000 });
     await rt.startSession({ sessionId: 'kept' });
   } finally {
     await rt.close();

@@ -249,6 +249,9 @@ typedef struct dexa_runtime_options {
   void *clock_user_data;
   int64_t events_retained;
   int64_t session_cache_bytes;
+  int64_t session_idle_timeout_ms;
+  int64_t session_retention_ms;
+  int64_t sweep_interval_ms;
 } dexa_runtime_options;
 int dexa_runtime_options_init(dexa_runtime_options *options, size_t struct_size);
 int dexa_runtime_new(dexa_runtime **out, const dexa_agent *agent,

@@ -78,7 +78,10 @@ class Runtime:
     dexa_runtime_options_init(3)): ``lease_ms`` (10000), ``worker_id``
     ("<host>-<pid>"), ``events_retained`` (10000 per session),
     ``sqlite_synchronous`` ("full" or "normal"), ``session_cache_bytes``
-    (64 MiB; 0 turns the cache off). ``exit_timeout`` bounds how long the
+    (64 MiB; 0 turns the cache off), ``session_idle_timeout_ms`` (30 days;
+    0 never ends an idle session), ``session_retention_ms`` (7 days; 0
+    keeps ended sessions), ``sweep_interval_ms`` (60000; 0: no automatic
+    sweep). ``exit_timeout`` bounds how long the
     interpreter's exit waits for this runtime's running tools (seconds).
 
     Failures raise the :class:`~dexagents.DexaError` subclass of their code,
@@ -92,6 +95,9 @@ class Runtime:
                  events_retained: Optional[int] = None,
                  sqlite_synchronous: Optional[str] = None,
                  session_cache_bytes: Optional[int] = None,
+                 session_idle_timeout_ms: Optional[int] = None,
+                 session_retention_ms: Optional[int] = None,
+                 sweep_interval_ms: Optional[int] = None,
                  exit_timeout: float = 5.0) -> None:
         """Opens the store (creating it when missing) and starts ``workers``
         worker threads."""
@@ -116,6 +122,12 @@ class Runtime:
             o.events_retained = events_retained
         if session_cache_bytes is not None:
             o.session_cache_bytes = session_cache_bytes
+        if session_idle_timeout_ms is not None:
+            o.session_idle_timeout_ms = session_idle_timeout_ms
+        if session_retention_ms is not None:
+            o.session_retention_ms = session_retention_ms
+        if sweep_interval_ms is not None:
+            o.sweep_interval_ms = sweep_interval_ms
         out = ffi.new("dexa_runtime **")
         err = ffi.new("char[512]")
         self._check(lib.dexa_runtime_new(out, agent._h, o, err, 512), s(err))
@@ -291,6 +303,13 @@ class Runtime:
         return self.call(session_id, "cancel_turn")
 
     cancel_turn = stop_turn
+
+    def end_session(self, session_id: str, reason: Optional[str] = None) -> Any:
+        """Ends the session for good (end_session): running Steps are
+        cancelled and waits end; later changes raise
+        :class:`~dexagents.SessionEndedError`, reads answer until the
+        retention passes."""
+        return self.call(session_id, "end_session", {} if reason is None else {"reason": reason})
 
     def _resolve(self, session_id: str, call_id: str, decision: str,
                  note: Optional[str]) -> Any:
