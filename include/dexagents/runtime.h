@@ -102,7 +102,9 @@ DEXA_EXTERN int dexa_runtime_start_session(dexa_runtime *runtime, const char *se
  * applies its effects atomically; *out receives the response document (or
  * an error document). RPCs: "send_message" {"text":..}, "snapshot" {},
  * and the others of dexagents(7). Returns DEXA_OK or the RPC's error code
- * (DEXA_E_NOT_FOUND for an unknown session, DEXA_E_UNKNOWN_RPC, ...). */
+ * (DEXA_E_NOT_FOUND for an unknown session or one no longer retained,
+ * DEXA_E_SESSION_ENDED for a change to an ended session,
+ * DEXA_E_UNKNOWN_RPC, ...). */
 DEXA_EXTERN int dexa_runtime_call(dexa_runtime *runtime, const char *session_id, const char *rpc,
                                   const char *input_json, size_t input_len,
                                   char **out, size_t *out_len);
