@@ -43,19 +43,14 @@ static const char *const sql_text[PG_COUNT] = {
     [PG_SESSION_LOCK] = "SELECT flow_type, created_ms, status, event_seq, data_ver, step_ord,"
                         " skey, active_ms FROM sessions WHERE session_id = $1 FOR UPDATE",
     [PG_SESSION_SET_ACTIVE] = "UPDATE sessions SET active_ms = $2 WHERE session_id = $1",
-    /* Rows another process's sweep holds are skipped, not waited for. */
+    /* The sweep lists without locks; each session it ends or deletes is
+     * locked and looked at again in that transaction. */
     [PG_SESSION_EXPIRED_OPEN] = "SELECT session_id, flow_type, created_ms, status, event_seq,"
                                 " active_ms FROM sessions WHERE status = 0 AND active_ms < $1"
-                                " ORDER BY status, active_ms LIMIT $2 FOR UPDATE SKIP LOCKED",
+                                " ORDER BY status, active_ms LIMIT $2",
     [PG_SESSION_EXPIRED_CLOSED] = "SELECT session_id, flow_type, created_ms, status, event_seq,"
                                   " active_ms FROM sessions WHERE status IN (1, 2, 3)"
-                                  " AND active_ms < $1 LIMIT $2 FOR UPDATE SKIP LOCKED",
-    [PG_SESSION_EXPIRED_OPEN_READ] = "SELECT session_id, flow_type, created_ms, status, event_seq,"
-                                     " active_ms FROM sessions WHERE status = 0"
-                                     " AND active_ms < $1 ORDER BY status, active_ms LIMIT $2",
-    [PG_SESSION_EXPIRED_CLOSED_READ] = "SELECT session_id, flow_type, created_ms, status,"
-                                       " event_seq, active_ms FROM sessions"
-                                       " WHERE status IN (1, 2, 3) AND active_ms < $1 LIMIT $2",
+                                  " AND active_ms < $1 LIMIT $2",
     /* At most $2 rows of one session per statement: the sweep's batches. */
     [PG_SESSION_PURGE_DATA] = "DELETE FROM session_data WHERE skey = $1 AND (kind, key, seq) IN"
                               " (SELECT kind, key, seq FROM session_data WHERE skey = $1"

@@ -476,9 +476,8 @@ int dexa__pg_session_expired(dexa__store_conn *base, int closed, int64_t before_
   pg_params p = {0};
   dexa__pg_p_int(&p, before_ms);
   dexa__pg_p_int(&p, limit);
-  pg_stmt_id id = c->writing ? (closed ? PG_SESSION_EXPIRED_CLOSED : PG_SESSION_EXPIRED_OPEN)
-                             : (closed ? PG_SESSION_EXPIRED_CLOSED_READ : PG_SESSION_EXPIRED_OPEN_READ);
-  PGresult *r = dexa__pg_run(c, id, &p, &rc);
+  PGresult *r = dexa__pg_run(c, closed ? PG_SESSION_EXPIRED_CLOSED : PG_SESSION_EXPIRED_OPEN,
+                             &p, &rc);
   if (!r) return rc;
   for (int i = 0; rc == DEXA_OK && i < PQntuples(r); i++) {
     dexa__session_row row = {0};
