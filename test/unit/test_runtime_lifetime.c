@@ -239,6 +239,14 @@ static void test_end_session_cancels_waits_and_refuses_changes(void) {
   CHECK_EQ_INT(sweep(rt, &s), DEXA_OK);
   CHECK_EQ_INT(s.sessions + s.ended, 0);
   CHECK_EQ_INT(call(rt, "t", "snapshot", "{}", NULL), DEXA_OK);
+  if (!temp_store_is_pg()) { /* an ended session is a valid one for dexa_store_check */
+    char *report = NULL, err[256];
+    size_t len;
+    int rc = dexa_store_check(path, &report, &len, err, sizeof err);
+    if (rc != DEXA_OK) fprintf(stderr, "    %s %s\n", report ? report : "", err);
+    dexa_free(report);
+    CHECK_EQ_INT(rc, DEXA_OK);
+  }
   close_rt(rt);
 }
 
