@@ -99,7 +99,7 @@ static void test_version_1_database_gets_session_lifetimes(void) {
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
   CHECK_EQ_INT(meta_version(path), 2);
   PGresult *r = PQexec(db, "SELECT active_ms, (SELECT count(*) FROM pg_indexes WHERE"
-                           " indexname = 'sessions_active') FROM sessions WHERE session_id = 'old'");
+                           " indexname = 'sessions_active' AND schemaname = current_schema()) FROM sessions WHERE session_id = 'old'");
   CHECK_EQ_INT(PQresultStatus(r), PGRES_TUPLES_OK);
   CHECK_EQ_INT(PQntuples(r), 1);
   CHECK(atoll(PQgetvalue(r, 0, 0)) > 1600000000000LL);
