@@ -6,8 +6,21 @@
 #                     app (dexagents serve) at http://127.0.0.1:8080/products/ai-agent/
 #   make run-chat     the same for the terminal chat (examples/chat)
 #   make check        install missing packages (as root), build, run every test
+#   make check-load   the same tests beside a CPU hog on every core (test/loaded)
 #   make check-asan   the same tests under ASan + UBSan (build dir build-asan)
 #   make check-tsan   the same tests under ThreadSanitizer (build dir build-tsan)
+#   make check-minimal  the MINIMAL=1 library (build dir build-minimal) and the tests
+#                     that apply to it
+#
+# Build options (each 1 by default; MINIMAL=1 sets every one to 0): a part
+# left out is not compiled nor linked, and its functions return
+# DEXA_E_UNSUPPORTED naming the option (its stub is src/*/*_absent.c).
+#   WITH_HTTP=0       no browser helpers (src/http, dexagents serve): no libmicrohttpd
+#   WITH_CURL=0       no provider model clients, MCP over HTTP (and its OAuth),
+#                     connectors: no libcurl
+#   WITH_SQLITE=0     no SQLite store: no libsqlite3
+#   WITH_POSTGRES=0   no PostgreSQL store: no libpq
+# mbedTLS is linked only with WITH_HTTP or WITH_CURL; cJSON always.
 #   make install      PREFIX=/usr/local DESTDIR= BINDIR= LIBDIR= INCLUDEDIR= MANDIR=
 #                     PKGCONFIGDIR= DATADIR=
 #   make help         every target
@@ -23,16 +36,82 @@ OPT ?= -O2 -g
 # SAN: extra compile + link flags of a sanitizer build (set by check-asan).
 SAN ?=
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+# WERROR=1 (what .ci/run passes): every warning fails the build.
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+# ---- build options (see the top of this file) ------------------------------
+MINIMAL ?= 0
+ifeq ($(MINIMAL),1)
+WITH_HTTP ?= 0
+WITH_CURL ?= 0
+WITH_SQLITE ?= 0
+WITH_POSTGRES ?= 0
+else
+WITH_HTTP ?= 1
+WITH_CURL ?= 1
+WITH_SQLITE ?= 1
+WITH_POSTGRES ?= 1
+endif
+# What each option brings: features (dexa_build_has), pkg-config modules,
+# link flags. The always-present features come first.
+FEATURES := core flow runtime demo-models function-tools mcp-stdio claude-code
+ABSENT_FEATURES :=
+PC_REQUIRES := libcjson
+PC_LIBS :=
+LIBS_DEPS := -lcjson
+ifeq ($(WITH_HTTP),1)
+FEATURES += http
+PC_REQUIRES += libmicrohttpd
+LIBS_DEPS += -lmicrohttpd
+else
+ABSENT_FEATURES += http
+endif
+ifeq ($(WITH_CURL),1)
+FEATURES += providers mcp-http connectors
+PC_REQUIRES += libcurl
+LIBS_DEPS += -lcurl
+else
+ABSENT_FEATURES += providers mcp-http connectors
+endif
+ifeq ($(WITH_SQLITE),1)
+FEATURES += sqlite
+PC_REQUIRES += sqlite3
+LIBS_DEPS += -lsqlite3
+else
+ABSENT_FEATURES += sqlite
+endif
+ifeq ($(WITH_POSTGRES),1)
+FEATURES += postgresql
+PC_REQUIRES += libpq
+LIBS_DEPS += -lpq
+else
+ABSENT_FEATURES += postgresql
+endif
+# mbedTLS (HMAC-SHA256 session tokens and their random keys; SigV4, base64,
+# PKCE and JWTs of the HTTP clients) ships no .pc file.
+ifneq ($(WITH_HTTP)$(WITH_CURL),00)
+LIBS_DEPS += -lmbedtls -lmbedx509 -lmbedcrypto
+PC_LIBS += -lmbedtls -lmbedx509 -lmbedcrypto
+endif
+PC_LIBS += -lpthread -lm
+BUILD_OPTIONS := WITH_HTTP=$(WITH_HTTP) WITH_CURL=$(WITH_CURL) WITH_SQLITE=$(WITH_SQLITE) \
+  WITH_POSTGRES=$(WITH_POSTGRES)
+
 # libpq's header lives in /usr/include/postgresql on Debian. Recursive (=)
 # so pkg-config runs only when a recipe needs it, after `make deps`.
+ifeq ($(WITH_POSTGRES),1)
 PQ_CFLAGS = $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
+else
+PQ_CFLAGS =
+endif
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -fPIC -fvisibility=hidden \
-  -DBUILDING_DEXAGENTS -Iinclude -Isrc $(PQ_CFLAGS) $(CPPFLAGS) $(CFLAGS)
+  -DBUILDING_DEXAGENTS -Iinclude -Isrc -I$(BUILD)/gen $(PQ_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 TEST_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -Iinclude -Isrc -Itest \
   $(PQ_CFLAGS) $(CPPFLAGS) $(CFLAGS)
 # Every dependency is a Debian package; mbedTLS ships no .pc file.
-LIBS := -lcjson -lcurl -lmbedtls -lmbedx509 -lmbedcrypto -lmicrohttpd -lsqlite3 -lpq \
-  -lpthread -lm
+LIBS := $(LIBS_DEPS) -lpthread -lm
 
 # ---- install locations ---------------------------------------------------
 PREFIX ?= /usr/local
@@ -52,9 +131,25 @@ INSTALL ?= install
 BUILD ?= build
 LIBOUT ?= lib
 # src/cli is the dexagents command, not the library: a program of its own.
-SRCS := $(filter-out src/cli/%,$(sort $(wildcard src/*/*.c)))
+# A part left out by a build option is replaced by its stub, *_absent.c.
+ABSENT_SRCS := $(wildcard src/*/*_absent.c)
+HTTP_SRCS := $(wildcard src/http/*.c src/cli/serve.c src/cli/serve_static.c)
+CURL_SRCS := $(filter-out src/model/demo.c src/model/client_new.c,$(wildcard src/model/*.c)) \
+  $(wildcard src/tools/mcp_http.c src/tools/mcp_oauth*.c src/tools/connector_slack.c \
+  src/util/curl_global.c)
+SQLITE_SRCS := $(wildcard src/store/sqlite*.c)
+POSTGRES_SRCS := $(wildcard src/store/pg_*.c)
+LEFT_OUT := $(if $(filter 0,$(WITH_HTTP)),$(HTTP_SRCS)) $(if $(filter 0,$(WITH_CURL)),$(CURL_SRCS)) \
+  $(if $(filter 0,$(WITH_SQLITE)),$(SQLITE_SRCS)) $(if $(filter 0,$(WITH_POSTGRES)),$(POSTGRES_SRCS))
+STUBS := $(if $(filter 0,$(WITH_HTTP)),src/http/http_absent.c src/cli/serve_absent.c) \
+  $(if $(filter 0,$(WITH_CURL)),src/model/providers_absent.c src/tools/mcp_http_absent.c \
+  src/tools/connector_slack_absent.c) \
+  $(if $(filter 0,$(WITH_SQLITE)),src/store/sqlite_absent.c) \
+  $(if $(filter 0,$(WITH_POSTGRES)),src/store/pg_absent.c)
+ALL_SRCS := $(sort $(filter-out $(ABSENT_SRCS) $(LEFT_OUT),$(wildcard src/*/*.c)) $(STUBS))
+SRCS := $(filter-out src/cli/%,$(ALL_SRCS))
 OBJS := $(SRCS:%.c=$(BUILD)/%.o)
-CLI_SRCS := $(sort $(wildcard src/cli/*.c))
+CLI_SRCS := $(filter src/cli/%,$(ALL_SRCS))
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 CLI := $(BUILD)/bin/dexagents
 
@@ -66,15 +161,30 @@ MAP := lib/libdexagents.map
 
 # Every test/unit/*.c and test/integration/*.c is its own program.
 # test/pg/*.c run against a throwaway PostgreSQL cluster (test/pg/suites.sh).
+# A test that needs a part names it in a "test-needs: FEATURE..." line (the
+# features of dexa_build_has); one whose part is left out is not built, and
+# test/run counts it as skipped.
 TEST_SRCS := $(sort $(wildcard test/unit/*.c test/integration/*.c test/pg/*.c))
-TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
+space := $(subst ,, )
+# $(call needs_absent,FILES): those of FILES whose "test-needs:" (or
+# "example-needs:") line names a feature this build leaves out.
+needs_absent = $(if $(strip $(ABSENT_FEATURES)),$(shell grep -lE \
+  '(test|example)-needs:( +[a-z0-9-]+)* +($(subst $(space),|,$(strip $(ABSENT_FEATURES))))( |$$)' \
+  $(1) 2>/dev/null))
+TEST_BINS := $(patsubst %.c,$(BUILD)/%,$(filter-out $(call needs_absent,$(TEST_SRCS)),$(TEST_SRCS)))
 BENCH_SRCS := $(sort $(wildcard test/bench/*.c))
 BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
-# Every examples/NAME/ with .c files builds examples/NAME/NAME.
-EXAMPLE_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard examples/*/*.c))))
-EXAMPLES := $(foreach d,$(EXAMPLE_DIRS),$(d)/$(notdir $(d)))
+# Every examples/NAME/ with .c files builds examples/NAME/NAME (in another
+# build dir than build: $(BUILD)/examples/NAME/NAME, so that a variant never
+# replaces the tree's programs); one whose "example-needs:" names a part
+# left out is not built.
+EXAMPLE_DIRS_ALL := $(patsubst %/,%,$(sort $(dir $(wildcard examples/*/*.c))))
+EXAMPLE_DIRS := $(filter-out $(patsubst %/,%,$(dir $(call needs_absent,$(wildcard examples/*/*.c)))),\
+  $(EXAMPLE_DIRS_ALL))
+EXAMPLE_OUT := $(if $(filter build,$(BUILD)),,$(BUILD)/)
+EXAMPLES := $(foreach d,$(EXAMPLE_DIRS),$(EXAMPLE_OUT)$(d)/$(notdir $(d)))
 
-DEPFILES = $(OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BINS:=.d) $(addprefix $(BUILD)/,$(EXAMPLES:=.d))
+DEPFILES = $(OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BINS:=.d) $(BENCH_BINS:=.d) $(foreach d,$(EXAMPLE_DIRS),$(BUILD)/$(d)/$(notdir $(d)).d)
 
 # Debian packages: to build, and what `make check` needs on top.
 DEB_BUILD := gcc make binutils pkg-config libcjson-dev libcurl4-openssl-dev libmbedtls-dev \
@@ -86,6 +196,7 @@ DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql python3-cffi p
 DEB_E2E := chromium
 DEB_VALGRIND := valgrind
 
+MINIMAL_BUILD := build-minimal
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 ASAN_BUILD := build-asan
 TSAN_FLAGS := -fsanitize=thread
@@ -98,8 +209,8 @@ DEX_AGENT_LISTEN ?= 127.0.0.1:8080
 ABI_BASELINE := abi/libdexagents.abi
 
 .DELETE_ON_ERROR:
-.PHONY: all cli lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench run run-chat check \
-  check-asan check-tsan check-valgrind check-abi abi-update fuzz install install-shared install-static \
+.PHONY: FORCE all cli lib-shared lib-static deps deps-check deps-valgrind examples tests bindings bench bench-pg run run-chat check \
+  check-minimal check-load check-asan check-tsan check-valgrind check-abi abi-update fuzz install install-shared install-static \
   install-includes install-man install-pc install-bin install-ui uninstall clean help ldconfig \
   python-dist node-pack python-reference
 
@@ -107,9 +218,55 @@ all: lib-shared lib-static cli
 lib-shared: $(SHLIB)
 lib-static: $(STLIB)
 
-$(BUILD)/%.o: %.c
+# The compiler and flags of this build dir, rewritten only when they change:
+# every object depends on it, so `make CC=clang` or new CFLAGS rebuild it all.
+FLAGS_STAMP := $(BUILD)/gen/flags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(CC) | $(CFLAGS_ALL) | $(CLI_CFLAGS) | $(TEST_CFLAGS) | $(LDFLAGS)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+# dexa_build_info's text: rewritten only when the options change, so that
+# build_info.o, then the libraries (whose objects changed) are remade.
+BUILD_CONFIG := $(BUILD)/gen/dexa_build_config.h
+comma := ,
+json_list = $(subst $(space),$(comma),$(foreach w,$(1),\"$(w)\"))
+json_opt = \"$(1)\":$(if $(filter 1,$($(1))),true,false)
+BI_FEATURES := \"features\":[$(call json_list,$(FEATURES))]
+BI_OPTIONS := \"options\":{$(call json_opt,WITH_HTTP),$(call json_opt,WITH_CURL),$(call \
+  json_opt,WITH_SQLITE),$(call json_opt,WITH_POSTGRES)}
+BI_LIBRARIES := \"libraries\":[$(call json_list,$(PC_REQUIRES) $(if $(findstring \
+  mbedtls,$(PC_LIBS)),mbedtls))]
+BUILD_INFO_JSON := {\"version\":\"$(VERSION)\",$(BI_FEATURES),$(BI_OPTIONS),$(BI_LIBRARIES)}
+$(BUILD_CONFIG): FORCE
+	@mkdir -p $(dir $@)
+	@{ echo '/* Written by the Makefile: $(BUILD_OPTIONS) */'; \
+	  echo '#define DEXA__BUILD_FEATURES " $(FEATURES) "'; \
+	  echo '#define DEXA__BUILD_INFO_JSON "$(BUILD_INFO_JSON)"'; } > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "build: $(BUILD_OPTIONS)"; fi
+	@echo '$(BUILD_OPTIONS)' > $(BUILD)/build-options.tmp
+	@cmp -s $(BUILD)/build-options.tmp $(BUILD)/build-options && rm -f $(BUILD)/build-options.tmp || \
+	  mv $(BUILD)/build-options.tmp $(BUILD)/build-options
+	@printf '%s\n' $(FEATURES) > $(BUILD)/features.tmp
+	@cmp -s $(BUILD)/features.tmp $(BUILD)/features && rm -f $(BUILD)/features.tmp || \
+	  mv $(BUILD)/features.tmp $(BUILD)/features
+$(BUILD)/src/util/build_info.o: $(BUILD_CONFIG)
+FORCE:
+
+# An uninstalled dexagents.pc of this variant (the installed one is written
+# by install-pc): its Requires.private and Libs.private are what it links.
+PC_IN_TREE := $(BUILD)/dexagents.pc
+PC_SED = -e 's|@VERSION@|$(VERSION)|' -e 's|@REQUIRES_PRIVATE@|$(PC_REQUIRES)|' \
+  -e 's|@LIBS_PRIVATE@|$(PC_LIBS)|'
+$(PC_IN_TREE): pkgconfig/dexagents.pc.in $(BUILD_CONFIG)
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(abspath .)|' -e 's|@LIBDIR@|$(abspath $(LIBOUT))|' \
+	  -e 's|@INCLUDEDIR@|$(abspath include)|' $(PC_SED) $< > $@
+all: $(PC_IN_TREE)
 
 # --as-needed: record only the dependencies the library really calls.
 $(SHLIB): $(OBJS) $(MAP)
@@ -130,7 +287,7 @@ $(STLIB): $(OBJS)
 CLI_CFLAGS = -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(WARN) -Iinclude -Isrc $(CPPFLAGS) $(CFLAGS)
 cli: $(CLI)
 
-$(BUILD)/src/cli/%.o: src/cli/%.c
+$(BUILD)/src/cli/%.o: src/cli/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CLI_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -144,11 +301,11 @@ $(CLI): $(CLI_OBJS) $(STLIB)
 # program is removed first so a failed build never leaves a stale one to run.
 # test/support/*.c are helpers (an in-memory host, ...) in an archive, so a
 # test links only the helpers it uses (and so only the library parts they need).
-TEST_SUPPORT := $(sort $(wildcard test/support/*.c))
+TEST_SUPPORT := $(filter-out $(call needs_absent,$(wildcard test/support/*.c)),$(sort $(wildcard test/support/*.c)))
 TEST_SUPPORT_OBJS := $(TEST_SUPPORT:%.c=$(BUILD)/%.o)
 TEST_SUPPORT_LIB := $(BUILD)/test/libtestsupport.a
 
-$(BUILD)/test/support/%.o: test/support/%.c
+$(BUILD)/test/support/%.o: test/support/%.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -157,13 +314,13 @@ $(TEST_SUPPORT_LIB): $(TEST_SUPPORT_OBJS)
 	rm -f $@
 	ar rcs $@ $(TEST_SUPPORT_OBJS)
 
-$(BUILD)/test/%: test/%.c $(TEST_SUPPORT_LIB) $(STLIB)
+$(BUILD)/test/%: test/%.c $(TEST_SUPPORT_LIB) $(STLIB) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	$(CC) $(TEST_CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(TEST_SUPPORT_LIB) $(STLIB) $(LIBS) $(LDFLAGS)
 
 define example_rule
-$(1)/$(notdir $(1)): $(wildcard $(1)/*.c) $(STLIB)
+$(EXAMPLE_OUT)$(1)/$(notdir $(1)): $(wildcard $(1)/*.c) $(STLIB) $(FLAGS_STAMP)
 	@mkdir -p $(BUILD)/$(1)
 	@rm -f $$@
 	$$(CC) $$(TEST_CFLAGS) -I$(1) -MMD -MP -MF $(BUILD)/$(1)/$(notdir $(1)).d -o $$@ \
@@ -176,6 +333,12 @@ examples: $(EXAMPLES)
 
 bench: $(BENCH_BINS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
+
+# W1 (in-process workers, then 1, 2 and 4 worker processes) and W2 on a
+# throwaway PostgreSQL cluster; BENCH_ROUNDS runs of each (default 3).
+BENCH_ROUNDS ?= 3
+bench-pg: $(BENCH_BINS)
+	@BUILD=$(BUILD) bash test/pg/_bench.sh $(BENCH_ROUNDS)
 
 # ---- fuzzing (clang libFuzzer) ---------------------------------------------
 # `make fuzz` builds every test/fuzz/fuzz_*.c as build-fuzz/test/fuzz/NAME
@@ -241,6 +404,20 @@ check:
 	@$(MAKE) --no-print-directory deps-check
 	@$(MAKE) --no-print-directory -k all examples tests bindings || true
 	@BUILD=$(BUILD) LIBOUT=$(LIBOUT) test/run
+
+# The MINIMAL=1 variant (no third-party library but cJSON) in its own build
+# dir, and the tests that apply to it (the others are skipped: their
+# test-needs name a part it leaves out). make check runs it too, as one test
+# (test/build/minimal.sh).
+check-minimal:
+	@$(MAKE) --no-print-directory -k BUILD=$(MINIMAL_BUILD) LIBOUT=$(MINIMAL_BUILD)/lib MINIMAL=1 \
+	  all tests examples || true
+	@BUILD=$(MINIMAL_BUILD) LIBOUT=$(MINIMAL_BUILD)/lib test/run
+
+# The same suite beside a CPU hog on every core (test/loaded): no test may
+# depend on a timing window that a slow process start can miss.
+check-load:
+	@test/loaded $(MAKE) --no-print-directory check
 
 check-asan:
 	@$(MAKE) --no-print-directory deps-check
@@ -372,7 +549,7 @@ install-man:
 install-pc:
 	$(INSTALL) -d $(DESTDIR)$(PKGCONFIGDIR)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-	  -e 's|@VERSION@|$(VERSION)|' pkgconfig/dexagents.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/dexagents.pc
+	  $(PC_SED) pkgconfig/dexagents.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/dexagents.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/dexagents.pc
 
 uninstall:
@@ -386,12 +563,14 @@ uninstall:
 	  $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(wildcard man/man7/*.7)))
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build bindings/node/*.tgz
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(MINIMAL_BUILD) build-fuzz lib/libdexagents.so* lib/libdexagents.a $(EXAMPLES) test/out bindings/node/build bindings/node/*.tgz
 
 help:
-	@echo "targets: all cli lib-shared lib-static deps examples tests bindings check check-asan check-tsan check-valgrind"
+	@echo "targets: all cli lib-shared lib-static deps examples tests bindings check check-minimal check-asan check-tsan"
+	@echo "         check-load check-valgrind"
+	@echo "options: WITH_HTTP=$(WITH_HTTP) WITH_CURL=$(WITH_CURL) WITH_SQLITE=$(WITH_SQLITE) WITH_POSTGRES=$(WITH_POSTGRES) (MINIMAL=1: all 0)"
 	@echo "         python-dist node-pack python-reference ldconfig"
-	@echo "         bench run run-chat install uninstall check-abi abi-update fuzz clean"
+	@echo "         bench bench-pg run run-chat install uninstall check-abi abi-update fuzz clean"
 	@echo "install: PREFIX=$(PREFIX) DESTDIR= BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) INCLUDEDIR=$(INCLUDEDIR)"
 	@echo "         MANDIR=$(MANDIR) PKGCONFIGDIR=$(PKGCONFIGDIR) DATADIR=$(DATADIR)"
 	@echo "command: $(CLI) (dexagents: chat, sessions, serve, worker, graph, store)"

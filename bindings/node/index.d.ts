@@ -6,6 +6,20 @@
 
 /** The version of the loaded C library ("1.1.0"). Loads the library on first use. */
 export declare function version(): string;
+/** What the loaded C library contains (dexa_build_info(3)); make MINIMAL=1 leaves out the optional parts. */
+export interface BuildInfo {
+  version: string;
+  /** "core", "flow", "runtime", "demo-models", "function-tools", "mcp-stdio", "claude-code", and
+   * those of the options: "http", "providers", "mcp-http", "connectors", "sqlite", "postgresql". */
+  features: string[];
+  options: { WITH_HTTP: boolean; WITH_CURL: boolean; WITH_SQLITE: boolean; WITH_POSTGRES: boolean };
+  /** The third-party libraries it links. */
+  libraries: string[];
+}
+/** What the loaded C library contains: dexa_build_info(3) as an object (loads the library on first use). */
+export declare function buildInfo(): BuildInfo;
+/** True when the loaded C library has feature ("http", "providers", "sqlite", ...). */
+export declare function buildHas(feature: string): boolean;
 
 /** Loads the C library now (it is otherwise loaded on first use). Throws
  * LibraryNotFoundError when it cannot be found. */

@@ -13,6 +13,15 @@ const { CallKind, MemoryAttributes, Result, Task, RawJSON, WaitEvaluation, dispa
 
 /** The version of the loaded C library ("1.1.0"). */
 const version = () => native().version();
+/**
+ * What the loaded C library contains (dexa_build_info(3)): {version,
+ * features: ["core", ..., "sqlite"], options: {WITH_HTTP: true, ...},
+ * libraries: [...]}. A library built with make MINIMAL=1 has neither
+ * provider clients nor stores.
+ */
+const buildInfo = () => JSON.parse(native().buildInfo());
+/** True when the loaded C library has feature ("http", "providers", "sqlite", ...). */
+const buildHas = (feature) => buildInfo().features.includes(feature);
 /** Loads the C library now (it is otherwise loaded on first use). */
 const loadLibrary = () => { native(); };
 
@@ -22,7 +31,7 @@ const { CODES, ErrorClass, errorName, errorClass, exceptionClass, errorFor, clas
 const strerror = (code) => native().errorInfo(code).message;
 
 module.exports = {
-  version, loadLibrary, LibraryNotFoundError,
+  version, buildInfo, buildHas, loadLibrary, LibraryNotFoundError,
   Model, Harness, Tool, tool, ToolResult, ToolEffect, BuiltInTool, McpToolSource, Agent,
   Runtime, Event, runtimeOptions,
   CallKind, MemoryAttributes, Result, Task, RawJSON, WaitEvaluation, dispatch, evaluateWait,

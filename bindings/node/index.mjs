@@ -3,7 +3,7 @@ import dx from './index.js';
 
 export default dx;
 export const {
-  version, loadLibrary, LibraryNotFoundError, Model, Harness, Tool, tool, ToolResult, ToolEffect,
+  version, buildInfo, buildHas, loadLibrary, LibraryNotFoundError, Model, Harness, Tool, tool, ToolResult, ToolEffect,
   BuiltInTool, McpToolSource, Agent, Runtime, Event, runtimeOptions, CallKind,
   MemoryAttributes, Result, Task, RawJSON, WaitEvaluation, dispatch, evaluateWait, CODES,
   ErrorClass, errorName, errorClass,

@@ -1,4 +1,5 @@
-/* ai-agent: the AI Agent web example. A libmicrohttpd daemon serves the page
+/* example-needs: http sqlite
+ * ai-agent: the AI Agent web example. A libmicrohttpd daemon serves the page
  * (ui/) and mounts the library's agent routes (dexa_http_agent_routes) at
  * http://127.0.0.1:8080/products/ai-agent/; sessions run on the embedded
  * runtime with a SQLite store. The demo models need no key:

@@ -22,6 +22,21 @@ DEXA_BEGIN_DECLS
 /* Returns the current time in ms since the Unix epoch (tests control time). */
 typedef int64_t (*dexa_clock_fn)(void *user_data);
 
+/* Levels of the runtime's log messages (dexa_runtime_options.log). */
+enum {
+  DEXA_LOG_ERROR = 1,   /* work failed and is not retried (a result could not be applied) */
+  DEXA_LOG_WARNING = 2, /* an error the runtime retries (store busy or failing, lost leases) */
+  DEXA_LOG_INFO = 3,    /* recovery (reconnected) and notable events (a worker was lost) */
+  DEXA_LOG_DEBUG = 4    /* details of the above */
+};
+
+/* Receives one log message (UTF-8, NUL-terminated, borrowed for the call)
+ * of the given level. Called from the runtime's own threads (workers,
+ * heartbeat, group commit, the store's listener) and from the threads that
+ * call into the runtime, possibly several at once: it must be thread-safe,
+ * return quickly, and call no function of this runtime. */
+typedef void (*dexa_log_fn)(void *user_data, int32_t level, const char *message);
+
 typedef struct dexa_runtime_options {
   uint32_t struct_size;
   int32_t reserved0;
@@ -52,6 +67,15 @@ typedef struct dexa_runtime_options {
    * never stale, even with other processes on the same store). 0 turns it
    * off. Default 64 MiB. (Appended field.) */
   int64_t session_cache_bytes;
+  /* Optional: receives the errors the runtime handles itself instead of
+   * returning them to a caller (a worker thread's failed claim or
+   * completion, a lease renewal, a store batch run again, a sync, a
+   * PostgreSQL reconnect, a session-cache load), with the cause and the
+   * store's path. Repeats of one message are rate-limited: at most one per
+   * 10 s per kind, the next one saying how many were left out. NULL: none.
+   * See dexa_runtime_new(3). (Appended fields.) */
+  dexa_log_fn log;
+  void *log_user_data;
   /* Session lifetime (appended in 1.1; see dexagents(7), SESSION
    * LIFETIME). A session with no activity (no RPC that changes it, no
    * Step) for session_idle_timeout_ms is ended by the runtime's sweep, as

@@ -31,7 +31,8 @@ DEXA_EXTERN int dexa_store_check(const char *uri, char **out, size_t *out_len, c
                                  size_t errmsg_size);
 
 /* Gives the store's free space back to the system (SQLite: VACUUM, then a
- * checkpoint that truncates the WAL). *out (dexa_free) receives
+ * checkpoint that truncates the WAL; PostgreSQL: a plain VACUUM (ANALYZE)
+ * of the store's tables, which runs beside the workers). *out (dexa_free) receives
  * {"bytes_before":N,"bytes_after":N}. Other processes may keep the store
  * open; it waits up to 10 s for a writer. Returns DEXA_OK,
  * DEXA_E_INVALID_ARG, DEXA_E_UNSUPPORTED, DEXA_E_BUSY, DEXA_E_IO or
@@ -50,6 +51,14 @@ DEXA_EXTERN int dexa_store_vacuum(const char *uri, char **out, size_t *out_len, 
  * DEXA_E_UNSUPPORTED, DEXA_E_IO, DEXA_E_CORRUPT or DEXA_E_NOMEM. */
 DEXA_EXTERN int dexa_store_copy(const char *src_uri, const char *dst_uri, char **out,
                                 size_t *out_len, char *errmsg, size_t errmsg_size);
+
+/* Writes into buf (n bytes, always NUL-terminated, cut if too small) the
+ * store URI fit for logs and messages: a PostgreSQL URI or conninfo
+ * without its password (the "user:password@" part, a "password" query
+ * parameter or key); everything else as given, so the server, database
+ * and user are still named. Returns DEXA_OK, DEXA_E_INVALID_ARG (a NULL
+ * argument or n of 0) or DEXA_E_NOMEM. Added in 1.1. */
+DEXA_EXTERN int dexa_store_display_name(const char *uri, char *buf, size_t n);
 
 DEXA_END_DECLS
 

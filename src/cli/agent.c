@@ -197,7 +197,8 @@ static int open_runtime(cli_app *a) {
   char err[256] = "";
   int rc = dexa_runtime_new(&a->rt, a->agent, &o, err, sizeof err);
   if (rc == DEXA_OK) return CLI_OK;
-  fprintf(stderr, "dexagents: store %s: %s: %s\n", a->cfg.store, dexa_strerror(rc), err);
+  fprintf(stderr, "dexagents: store %s: %s: %s\n", cli_store_name(a->cfg.store), dexa_strerror(rc),
+          err);
   return rc == DEXA_E_INVALID_ARG || rc == DEXA_E_UNSUPPORTED ? CLI_CONFIG : CLI_STORE;
 }
 

@@ -463,7 +463,7 @@ int cmd_chat(int argc, char **argv) {
   if (rc == CLI_OK) rc = resume_id ? resume(&c, resume_id) : new_session(&c, model);
   if (rc == CLI_OK) {
     printf("session %s (store %s; --resume %s to continue it; :help for commands)\n", c.sid,
-           c.app.cfg.store, c.sid);
+           cli_store_name(c.app.cfg.store), c.sid);
     fflush(stdout);
     rc = loop(&c);
   }

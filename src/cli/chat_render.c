@@ -35,13 +35,20 @@ static void note(chat_render *r, const char *style, const char *text) {
   printf("%s%s%s\n", style, text, r->st->reset);
 }
 
+/* A model message's text was streamed as deltas just before it: those
+ * bytes are its own. A message with no text (a reasoning item or thinking
+ * block stored before the answer) uses none of them, so the answer that
+ * follows is not printed a second time. */
 static void model_message(chat_render *r, const cJSON *m) {
   const char *text = str(m, "text");
-  if (*text && r->delta_bytes == 0) { /* no delta came for it: print it whole */
+  size_t n = strlen(text);
+  if (n && r->delta_bytes == 0) { /* no delta came for it: print it whole */
     open_line(r);
     fputs(text, stdout);
   }
-  r->delta_bytes = 0;
+  if (n) r->delta_bytes = r->delta_bytes > n ? r->delta_bytes - n : 0;
+  if (!strcmp(str(m, "finish_reason"), "length"))
+    note(r, r->st->warn, "  [truncated: the answer was cut at the output token limit]");
 }
 
 static void tool_call(chat_render *r, const cJSON *e) {

@@ -138,6 +138,9 @@ typedef struct cli_style {
 void cli_style_init(cli_style *s, int color, FILE *f);
 
 /* cJSON helpers. */
+/* The store URI to print: without its password (dexa_store_display_name);
+ * a buffer of its own, valid until the next call. */
+const char *cli_store_name(const char *uri);
 const char *cli_str(const cJSON *o, const char *k);
 int64_t cli_num(const cJSON *o, const char *k);
 /* A runtime call with input (JSON text); *doc gets the parsed response or

@@ -123,6 +123,18 @@ static void overview(FILE *f) {
         f);
 }
 
+/* "features: core flow ... sqlite": dexa_build_info's list (see dexa_build_has(3)). */
+static void print_features(FILE *f) {
+  const char *info = dexa_build_info();
+  cJSON *doc = cJSON_Parse(info);
+  cJSON *list = cJSON_GetObjectItemCaseSensitive(doc, "features");
+  fputs("features:", f);
+  const cJSON *it;
+  cJSON_ArrayForEach(it, list) if (cJSON_IsString(it)) fprintf(f, " %s", it->valuestring);
+  fputc('\n', f);
+  cJSON_Delete(doc);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     overview(stderr);
@@ -131,6 +143,7 @@ int main(int argc, char **argv) {
   const char *cmd = argv[1];
   if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
     printf("dexagents %s (libdexagents %s)\n", DEXA_VERSION_STRING, dexa_version());
+    print_features(stdout);
     return CLI_OK;
   }
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {

@@ -87,6 +87,11 @@ void cli_style_init(cli_style *s, int color, FILE *f) {
   s->reset = on ? "\033[0m" : "";
 }
 
+const char *cli_store_name(const char *uri) {
+  static char name[1024];
+  return uri && dexa_store_display_name(uri, name, sizeof name) == DEXA_OK ? name : "(store)";
+}
+
 const char *cli_str(const cJSON *o, const char *k) {
   const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
   return s ? s : "";

@@ -168,7 +168,7 @@ static int start_daemon(server *s, const char *listen) {
   inet_ntop(AF_INET, &sa.sin_addr, host, sizeof host);
   printf("dexagents serve: models %s", s->app.cfg.model_names[0]);
   for (size_t i = 1; i < s->app.cfg.model_count; i++) printf(", %s", s->app.cfg.model_names[i]);
-  printf("; store %s\n", s->app.cfg.store);
+  printf("; store %s\n", cli_store_name(s->app.cfg.store));
   printf("dexagents serve: open http://%s:%u%s/\n", host, info ? (unsigned)info->port : 0u, PREFIX);
   fflush(stdout);
   return CLI_OK;

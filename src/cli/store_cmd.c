@@ -65,7 +65,7 @@ int cmd_store(int argc, char **argv) {
   else if (r) print_text(what, r);
   if (drc != DEXA_OK) {
     rc = cli_exit_code(drc);
-    if (!r || !g.json) rc = cli_fail(&g, copy ? "store copy" : uri, drc, *err ? err : NULL);
+    if (!r || !g.json) rc = cli_fail(&g, copy ? "store copy" : cli_store_name(uri), drc, *err ? err : NULL);
     /* a check that ran and found problems, or a store that cannot be read */
     if (drc == DEXA_E_CORRUPT || drc == DEXA_E_IO) rc = CLI_STORE;
   }

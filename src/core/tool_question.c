@@ -352,6 +352,15 @@ int dexa__tool_question_decision(dexa__ctx *c, const cJSON *pending, cJSON **dec
 
 /* ---- AwaitQuestionAnswer ---- */
 
+/* Adds a deep copy of v to obj under name; 0 (nothing leaked) when memory
+ * runs out. */
+static int add_copy(cJSON *obj, const char *name, const cJSON *v) {
+  cJSON *copy = cJSON_Duplicate(v, 1);
+  if (copy && cJSON_AddItemToObject(obj, name, copy)) return 1;
+  cJSON_Delete(copy);
+  return 0;
+}
+
 static int cancelled(dexa__ctx *c, const dexa__tool_call *t, const cJSON *d) {
   const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "reason"));
   char text[200];
@@ -371,14 +380,15 @@ int dexa__tool_question_answered(dexa__ctx *c, const dexa__tool_call *t, const c
   const char *action = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "action"));
   const cJSON *answer = cJSON_GetObjectItemCaseSensitive(d, "answer");
   const cJSON *fields = cJSON_GetObjectItemCaseSensitive(d, "fields");
-  int ok = record && cJSON_AddItemToObject(record, "key", cJSON_IsString(key) ? cJSON_CreateString(key->valuestring) : cJSON_CreateNull()) &&
-           cJSON_AddStringToObject(record, "action", action ? action : "accept") &&
-           (!cJSON_IsString(answer) || cJSON_AddStringToObject(record, "answer", answer->valuestring)) &&
-           (!cJSON_IsObject(fields) || cJSON_AddItemToObject(record, "fields", cJSON_Duplicate(fields, 1)));
-  if (ok) {
-    cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(next, "answers"), record);
-    record = NULL;
-  }
+  cJSON *key_copy = cJSON_IsString(key) ? cJSON_CreateString(key->valuestring) : cJSON_CreateNull();
+  int ok = record && cJSON_AddItemToObject(record, "key", key_copy);
+  if (!ok) cJSON_Delete(key_copy);
+  ok = ok && cJSON_AddStringToObject(record, "action", action ? action : "accept") &&
+       (!cJSON_IsString(answer) ||
+        cJSON_AddStringToObject(record, "answer", answer->valuestring)) &&
+       (!cJSON_IsObject(fields) || add_copy(record, "fields", fields)) &&
+       cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(next, "answers"), record);
+  if (ok) record = NULL; /* the array owns it now */
   char *text = ok ? cJSON_PrintUnformatted(next) : NULL;
   int rc = text ? dexa__decide_next(c, resume, text) : DEXA_E_NOMEM;
   cJSON_free(text);

@@ -1,4 +1,4 @@
-/* dexa_model_client_new: provider clients chosen by name prefix, and the
+/* The provider clients of dexa_model_client_new, chosen by name prefix, and the
  * one call path they share: URL, body, credentials, streaming POST, stream
  * decoding, error classification and cost. The options are in options.c. */
 #include <stdarg.h>
@@ -9,6 +9,7 @@
 
 #include "dexagents/errors.h"
 #include "iface/model.h"
+#include "model/client_new.h"
 #include "model/http.h"
 #include "model/provider.h"
 #include "model/retry.h"
@@ -37,16 +38,6 @@ static int say(char *errmsg, size_t n, int rc, const char *fmt, ...) {
   return rc;
 }
 
-static int demo_client(dexa_model **out, const char *name, const char *o, size_t n, char *errmsg,
-                       size_t errmsg_size) {
-  while (n && (*o == ' ' || *o == '\n' || *o == '\t' || *o == '\r')) o++, n--;
-  while (n && (o[n - 1] == ' ' || o[n - 1] == '\n' || o[n - 1] == '\t' || o[n - 1] == '\r')) n--;
-  if (n && !(n == 2 && o[0] == '{' && o[1] == '}'))
-    return say(errmsg, errmsg_size, DEXA_E_UNKNOWN_KEY, "the demo model takes no options");
-  int rc = dexa_model_demo_new(out, name);
-  return rc == DEXA_OK ? rc : say(errmsg, errmsg_size, rc, "demo model %s: %s", name, dexa_strerror(rc));
-}
-
 static void free_names(char **names, size_t n) {
   for (size_t i = 0; i < n; i++) free(names[i]);
   free(names);
@@ -73,15 +64,8 @@ static int make_client(dexa_model **out, dexa__client_cfg *c, char **fallbacks, 
   return DEXA_OK;
 }
 
-DEXA_EXTERN int dexa_model_client_new(dexa_model **out, const char *name, const char *options_json,
-                                      size_t options_len, char *errmsg, size_t errmsg_size) {
-  if (errmsg && errmsg_size) errmsg[0] = '\0';
-  if (!out) return say(errmsg, errmsg_size, DEXA_E_INVALID_ARG, "out is NULL");
-  *out = NULL;
-  if (!name || (!options_json && options_len))
-    return say(errmsg, errmsg_size, DEXA_E_INVALID_ARG, "name is NULL");
-  if (strncmp(name, "mock/", 5) == 0)
-    return demo_client(out, name, options_json, options_len, errmsg, errmsg_size);
+int dexa__model_provider_new(dexa_model **out, const char *name, const char *options_json,
+                              size_t options_len, char *errmsg, size_t errmsg_size) {
   const dexa__provider *p = NULL;
   for (size_t i = 0; i < sizeof providers / sizeof *providers; i++)
     if (!strncmp(name, providers[i]->prefix, strlen(providers[i]->prefix))) p = providers[i];

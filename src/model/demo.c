@@ -247,6 +247,10 @@ static int summarize(demo_call *d) {
 static int reply_to_user(demo_call *d, const char *text) {
   if (strcmp(text, "/model") == 0) return answer(d, head_str(d, "model"));
   if (strncmp(text, "/fail ", 6) == 0) return fail_command(d, text);
+  if (strncmp(text, "/truncate ", 10) == 0) { /* an answer cut at the output limit */
+    int rc = answer(d, text + 10);
+    return rc == DEXA_OK ? dexa_model_reply_set_finish_reason(d->reply, "length", "max_tokens") : rc;
+  }
   if (strncmp(text, "/ask ", 5) == 0) {
     cJSON *args = cJSON_CreateObject();
     cJSON_AddStringToObject(args, "prompt", text + 5);

@@ -95,7 +95,9 @@ DEXA_EXTERN int dexa_runtime_start_session(dexa_runtime *rt, const char *session
   }
   int rc = dexa__gc_run(rt, start_op, &a);
   if (rc != DEXA_OK) {
-    dexa__set_errmsg(rt, "start_session %s: %s", a.sid, a.errmsg[0] ? a.errmsg : dexa_strerror(rc));
+    char why[400];
+    dexa__set_errmsg(rt, "start_session %s: %s", a.sid,
+                     a.errmsg[0] ? a.errmsg : dexa__store_error(rt, rc, why, sizeof why));
     return rc;
   }
   return id_out(a.sid, out, out_len);
@@ -174,7 +176,11 @@ static int rpc_run(dexa_runtime *rt, dexa__store_conn *c, rpc_arg *a, int apply)
   if (rc == DEXA_OK) rc = c->ops->session_get(c, a->sid, &s);
   if (rc == DEXA_OK) a->event_seq = s.event_seq;
   if (rc == DEXA_OK) dexa__session_row_free(&s);
-  if (rc != DEXA_OK) snprintf(a->errmsg, sizeof a->errmsg, "cannot apply %s: %s", a->name, dexa_strerror(rc));
+  if (rc != DEXA_OK) {
+    char why[400];
+    snprintf(a->errmsg, sizeof a->errmsg, "cannot apply %s: %s", a->name,
+             dexa__store_error(rt, rc, why, sizeof why));
+  }
   return rc;
 }
 
@@ -248,7 +254,8 @@ DEXA_EXTERN int dexa_runtime_call(dexa_runtime *rt, const char *session_id, cons
   if (rc == DEXA_OK && a.interrupts) dexa__interrupt_session(rt, session_id, a.running);
   if (rc == DEXA_OK) rc = response_out(&a, out, out_len);
   if (rc != DEXA_OK) {
-    const char *msg = a.errmsg[0] ? a.errmsg : dexa_strerror(rc);
+    char why[400];
+    const char *msg = a.errmsg[0] ? a.errmsg : dexa__store_error(rt, rc, why, sizeof why);
     if (rc == DEXA_E_NOT_FOUND && !a.res && !a.errmsg[0]) msg = "no such session";
     if (rc == DEXA_E_UNKNOWN_RPC && !def) msg = "no such RPC";
     dexa__set_errmsg(rt, "%s %s: %s", rpc, session_id, msg);
@@ -416,5 +423,9 @@ DEXA_EXTERN int dexa_runtime_list_sessions(dexa_runtime *rt, const char *after, 
   if (rc == DEXA_OK) *out = dexa__buf_steal(&b, out_len);
   if (rc == DEXA_OK && !*out) rc = DEXA_E_NOMEM;
   dexa__buf_free(&b);
+  if (rc != DEXA_OK) {
+    char why[400];
+    dexa__set_errmsg(rt, "list_sessions: %s", dexa__store_error(rt, rc, why, sizeof why));
+  }
   return rc;
 }

@@ -1,6 +1,14 @@
 /* Failed and lost attempts, recovery Steps, cancellation and closing a
- * session. A lost attempt (expired lease or timeout) counts like a failed
- * one, so a Step with max_attempts 1 never runs its method twice. */
+ * session.
+ *
+ * A timed-out attempt counts like a failed one. A lost worker (its lease
+ * expired before the Step's timeout: the process crashed or was killed)
+ * does not use up an attempt: the row's lost_workers counts it instead,
+ * so failed attempts = attempt - lost_workers, and the Step runs again at
+ * once, up to DEXA__MAX_LOST_WORKERS times; past that it fails with
+ * "worker lost N times". A single-attempt Step (max_attempts 1) never
+ * runs its method twice: its lost worker is a failed attempt, which its
+ * recovery records as an unknown outcome. */
 #include <stdio.h>
 #include <string.h>
 
@@ -43,9 +51,11 @@ static int retry_event(dexa_runtime *rt, dexa__store_conn *c, const dexa__step_r
   copy_input_member(&b, row, "turn");
   copy_input_member(&b, row, "call_id");
   dexa__buf_printf(&b, ",\"attempt\":%d,\"max_attempts\":%d,\"delay_ms\":%lld,"
-                       "\"retry_at_ms\":%lld,\"error\":{\"code\":%d,\"name\":",
-                   (int)row->attempt + 1, (int)(o->max_attempts > 0 ? o->max_attempts : 0),
-                   (long long)wait, (long long)(now + wait), code);
+                       "\"retry_at_ms\":%lld,",
+                   (int)dexa__failed_attempts(row) + 1, (int)(o->max_attempts > 0 ? o->max_attempts : 0),
+                   (long long)wait, (long long)(now + wait));
+  if (row->lost_workers > 0) dexa__buf_printf(&b, "\"lost_workers\":%d,", (int)row->lost_workers);
+  dexa__buf_printf(&b, "\"error\":{\"code\":%d,\"name\":", code);
   dexa__buf_json_cstr(&b, dexa_error_name(code));
   dexa__buf_puts(&b, ",\"message\":");
   dexa__buf_json_cstr(&b, message && *message ? message : dexa_strerror(code));
@@ -55,10 +65,17 @@ static int retry_event(dexa_runtime *rt, dexa__store_conn *c, const dexa__step_r
   return rc;
 }
 
+int32_t dexa__failed_attempts(const dexa__step_row *row) {
+  int32_t n = row->attempt - row->lost_workers;
+  return n > 0 ? n : 0;
+}
+
+/* wait < 0: the backoff of the failed attempts. */
 static int retry_later(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
                        const dexa__step_opts *o, int code, const char *message,
-                       int64_t retry_after_ms, int64_t now) {
-  int64_t wait = retry_after_ms > 0 ? retry_after_ms : dexa__backoff_ms(o, row->attempt);
+                       int64_t retry_after_ms, int64_t wait, int64_t now) {
+  if (wait < 0)
+    wait = retry_after_ms > 0 ? retry_after_ms : dexa__backoff_ms(o, dexa__failed_attempts(row));
   int rc = retry_event(rt, c, row, o, code, message, wait, now);
   if (rc != DEXA_OK) return rc;
   row->state = DEXA__STEP_READY;
@@ -82,17 +99,57 @@ static int recover(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
   return rc;
 }
 
+/* No more tries: the recovery Step, else the session fails. */
+static int give_up(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row,
+                   const dexa__step_opts *o, int code, const char *message, int64_t now) {
+  int rc = c->ops->step_delete(c, row->session_id, row->exec_id);
+  if (rc != DEXA_OK) return rc;
+  if (o->recovery[0]) return recover(rt, c, row, o->recovery, code, message, now);
+  return dexa__session_close(rt, c, row->session_id, DEXA__SESSION_FAILED, NULL);
+}
+
+static void row_opts_or_single(dexa_runtime *rt, const dexa__step_row *row, dexa__step_opts *o) {
+  if (dexa__row_opts(rt, row, o) != DEXA_OK) o->max_attempts = 1, o->recovery[0] = '\0';
+}
+
 int dexa__attempt_failed(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int code,
                          const char *message, int64_t retry_after_ms, int64_t now) {
   if (row->cancelled) return c->ops->step_delete(c, row->session_id, row->exec_id);
   dexa__step_opts o;
-  if (dexa__row_opts(rt, row, &o) != DEXA_OK) o.max_attempts = 1, o.recovery[0] = '\0';
-  if (o.max_attempts <= 0 || row->attempt < o.max_attempts)
-    return retry_later(rt, c, row, &o, code, message, retry_after_ms, now);
-  int rc = c->ops->step_delete(c, row->session_id, row->exec_id);
-  if (rc != DEXA_OK) return rc;
-  if (o.recovery[0]) return recover(rt, c, row, o.recovery, code, message, now);
-  return dexa__session_close(rt, c, row->session_id, DEXA__SESSION_FAILED, NULL);
+  row_opts_or_single(rt, row, &o);
+  if (o.max_attempts <= 0 || dexa__failed_attempts(row) < o.max_attempts)
+    return retry_later(rt, c, row, &o, code, message, retry_after_ms, -1, now);
+  return give_up(rt, c, row, &o, code, message, now);
+}
+
+int dexa__attempt_lost(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int64_t now) {
+  if (row->cancelled) return c->ops->step_delete(c, row->session_id, row->exec_id);
+  dexa__step_opts o;
+  row_opts_or_single(rt, row, &o);
+  char msg[320];
+  if (o.max_attempts == 1) {
+    snprintf(msg, sizeof msg,
+             "%s attempt %d: its worker was lost (the lease expired); a single-attempt Step"
+             " never runs again",
+             row->exec_id, (int)row->attempt);
+    return dexa__attempt_failed(rt, c, row, DEXA_E_TIMEOUT, msg, 0, now);
+  }
+  row->lost_workers++;
+  if (row->lost_workers > DEXA__MAX_LOST_WORKERS) {
+    snprintf(msg, sizeof msg,
+             "%s: worker lost %d times (the lease expired during each of those attempts); at"
+             " most %d lost workers are retried",
+             row->exec_id, (int)row->lost_workers, DEXA__MAX_LOST_WORKERS);
+    dexa__log(rt, DEXA_LOG_ERROR, "worker-lost-bound", "session %s: %s", row->session_id, msg);
+    return give_up(rt, c, row, &o, DEXA_E_TIMEOUT, msg, now);
+  }
+  snprintf(msg, sizeof msg,
+           "%s: worker lost %d time%s (the lease expired); run again, not counted as a failed"
+           " attempt (at most %d lost workers are retried)",
+           row->exec_id, (int)row->lost_workers, row->lost_workers == 1 ? "" : "s",
+           DEXA__MAX_LOST_WORKERS);
+  dexa__log(rt, DEXA_LOG_INFO, "worker-lost", "session %s: %s", row->session_id, msg);
+  return retry_later(rt, c, row, &o, DEXA_E_TIMEOUT, msg, 0, 0, now);
 }
 
 /* Queued and waiting rows go; a running one is marked so that its result

@@ -126,10 +126,23 @@ static void renew_all(dexa_runtime *rt) {
   pthread_mutex_unlock(&rt->mu);
   if (!n) return;
   renew_arg a = {refs, n, rt->worker_id};
-  if (dexa__gc_run(rt, renew_op, &a) == DEXA_OK) {
+  int rc = dexa__gc_run(rt, renew_op, &a);
+  if (rc == DEXA_OK) {
     pthread_mutex_lock(&rt->mu);
     mark_lost(rt, refs, n);
     pthread_mutex_unlock(&rt->mu);
+    for (size_t i = 0; i < n; i++)
+      if (refs[i].lost)
+        dexa__log(rt, DEXA_LOG_WARNING, "lease-lost",
+                  "%s of session %s: the lease was lost before it was renewed (another worker"
+                  " may run the Step); its result will be dropped",
+                  refs[i].exec_id, refs[i].sid);
+  } else {
+    char why[512];
+    dexa__log(rt, DEXA_LOG_WARNING, "lease-renew",
+              "cannot renew the leases of %zu running Step%s: %s; trying again in %lld ms", n,
+              n == 1 ? "" : "s", dexa__store_error(rt, rc, why, sizeof why),
+              (long long)(rt->lease_ms / 3 > 0 ? rt->lease_ms / 3 : 1));
   }
   refs_free(refs, n);
 }

@@ -67,9 +67,17 @@ static void open_view(dexa__reader *r) {
     return;
   }
   dexa__store_conn *c = NULL;
-  if (dexa__pool_acquire(r->rt, &c) != DEXA_OK) return;
-  if (dexa__session_cache_load(cache, c, r->session_id, &r->ver) == DEXA_OK) r->view = 1;
-  dexa__pool_release(r->rt, c);
+  char why[512];
+  int rc = dexa__pool_acquire(r->rt, &c);
+  if (rc == DEXA_OK) {
+    rc = dexa__session_cache_load(cache, c, r->session_id, &r->ver);
+    if (rc == DEXA_OK) r->view = 1;
+    dexa__pool_release(r->rt, c);
+  }
+  if (rc != DEXA_OK)
+    dexa__log(r->rt, DEXA_LOG_WARNING, "cache-load",
+              "session %s: cannot load the session cache: %s; reading the store instead",
+              r->session_id, dexa__store_error(r->rt, rc, why, sizeof why));
 }
 
 int dexa__reader_get(void *user, const char *key, size_t key_len, const char **value,

@@ -125,7 +125,12 @@ void dexa__notify_commit(dexa_runtime *rt) {
       rt->committed_touched[b] = 0;
       dexa__session_changed(rt, b);
     }
-  pthread_cond_broadcast(&rt->work_cv);
+  /* One idle worker (or poller) looks: most commits make at most one
+   * claim's worth of work ready, and a claim that took all it could wakes
+   * the next waiter (tasks.c: claim_into), so work never waits for a
+   * poll period; waking every idle worker on every commit cost each of
+   * them a wake-up and a due-row query for nothing. */
+  pthread_cond_signal(&rt->work_cv);
   pthread_mutex_unlock(&rt->mu);
 }
 
@@ -161,6 +166,7 @@ static int init_sync(dexa_runtime *rt) {
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   int bad = pthread_mutex_init(&rt->mu, NULL) | pthread_mutex_init(&rt->gc_mu, NULL) |
             pthread_mutex_init(&rt->pool_mu, NULL) | pthread_mutex_init(&rt->ring_mu, NULL) |
+            pthread_mutex_init(&rt->log_mu, NULL) |
             pthread_cond_init(&rt->work_cv, &ca) |
             pthread_cond_init(&rt->hb_cv, &ca) |
             pthread_cond_init(&rt->gc_sync_cv, &ca) | pthread_cond_init(&rt->gc_work_cv, &ca);
@@ -204,6 +210,10 @@ static void copy_options(dexa_runtime *rt, const dexa_runtime_options *o) {
   if (o->worker_id && *o->worker_id) snprintf(rt->worker_id, sizeof rt->worker_id, "%s", o->worker_id);
   rt->clock = o->clock;
   rt->clock_user = o->clock_user_data;
+  if (o->struct_size >= offsetof(dexa_runtime_options, log_user_data) + sizeof(void *)) {
+    rt->log = o->log;
+    rt->log_user = o->log_user_data;
+  }
   if (o->struct_size >= offsetof(dexa_runtime_options, events_retained) + sizeof(int64_t))
     rt->events_retained = o->events_retained < 0 ? 0 : o->events_retained;
 }
@@ -216,9 +226,14 @@ static size_t session_cache_bytes(const dexa_runtime_options *o) {
   return o->session_cache_bytes > 0 ? (size_t)o->session_cache_bytes : 0;
 }
 
+/* The store's log goes to the runtime's (rate-limited by the same kinds). */
+static void store_log(void *ctx, int32_t level, const char *kind, const char *message) {
+  dexa__log(ctx, level, kind, "%s", message);
+}
+
 static int open_store(dexa_runtime *rt, const dexa_runtime_options *o, char *errmsg, size_t n) {
   dexa__store_config cfg = {o ? o->store : NULL, o ? o->sqlite_synchronous : NULL,
-                            session_cache_bytes(o)};
+                            session_cache_bytes(o), rt->log ? store_log : NULL, rt};
   int rc = dexa__store_open(&rt->store, &cfg, errmsg, n);
   if (rc == DEXA_OK) rc = rt->store->ops->conn_open(rt->store, &rt->writer);
   if (rc == DEXA_OK && rt->store->ops->set_wake) rt->store->ops->set_wake(rt->store, store_wake, rt);
@@ -305,6 +320,7 @@ DEXA_EXTERN void dexa_runtime_free(dexa_runtime *rt) {
   pthread_mutex_destroy(&rt->gc_mu);
   pthread_mutex_destroy(&rt->pool_mu);
   pthread_mutex_destroy(&rt->ring_mu);
+  pthread_mutex_destroy(&rt->log_mu);
   pthread_cond_destroy(&rt->work_cv);
   for (size_t b = 0; b < DEXA__SESSION_BUCKETS; b++) pthread_cond_destroy(&rt->session_cv[b]);
   pthread_cond_destroy(&rt->hb_cv);

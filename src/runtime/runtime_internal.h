@@ -152,15 +152,16 @@ typedef struct dexa__op {
 
 /* Runs fn(arg) inside a savepoint of the next batch transaction and returns
  * once that transaction is durable (or failed): fn's return, or the commit's
- * error. fn's changes are rolled back when it returns an error. */
+ * error. fn's changes are rolled back when it returns an error. With no
+ * batch queued or being written the calling thread writes (and syncs) the
+ * batch itself. */
 int dexa__gc_run(dexa_runtime *rt, dexa__op_fn fn, void *arg);
 /* dexa__gc_run for a worker's own claims: returns at commit when
  * *need_durable is 0 after fn ran (see dexa__op.need_durable). */
 int dexa__gc_run_claim(dexa_runtime *rt, dexa__op_fn fn, void *arg, const int *need_durable);
 
-/* Queues fn(arg) for the next batch without waiting for its commit when a
- * batch is already being written (it joins the next one); otherwise runs it
- * now like dexa__gc_run. release(rt, arg, rc) runs after its commit either
+/* Queues fn(arg) for the writer's next batch without waiting for its
+ * commit. release(rt, arg, rc) runs after its commit either
  * way, and owns arg. Returns DEXA_OK or DEXA_E_NOMEM (release not called). */
 int dexa__gc_submit(dexa_runtime *rt, dexa__op_fn fn, void *arg,
                     void (*release)(dexa_runtime *rt, void *arg, int rc));
@@ -255,6 +256,10 @@ struct dexa_runtime {
   dexa__op *gc_head, *gc_tail;
   dexa__op *gc_unsynced, *gc_unsynced_tail;
   int gc_unsynced_batches; /* committed, not yet taken by the syncer */
+  /* A batch is being written / a sync is running, by the writer or the
+   * syncer thread or by a submitting thread leading its own op (see
+   * group_commit.c): one of each at a time. */
+  int gc_writing, gc_syncing;
   pthread_t gc_writer, gc_syncer;
   int gc_writer_started, gc_writer_running, gc_syncer_started, gc_stop;
 
@@ -262,6 +267,17 @@ struct dexa_runtime {
   pthread_mutex_t pool_mu;
   dexa__store_conn **pool;
   size_t pool_count, pool_cap;
+
+  /* log (log.c): the options' callback, and per kind of message the start
+   * of its rate window and the repeats left out in it (log_mu) */
+  dexa_log_fn log;
+  void *log_user;
+  pthread_mutex_t log_mu;
+  struct dexa__log_site {
+    const char *kind;
+    int64_t window_ms;
+    int64_t left_out;
+  } log_sites[32];
 
   /* delta ring */
   pthread_mutex_t ring_mu;
@@ -302,6 +318,18 @@ void dexa__wait_session_change(dexa_runtime *rt, const char *sid, uint64_t gen,
 void dexa__session_changed(dexa_runtime *rt, size_t bucket);
 size_t dexa__session_bucket(const char *sid);
 
+/* log.c: formats a message and hands it to the options' log callback (if
+ * any), at most once per DEXA__LOG_WINDOW_MS per kind (a string literal
+ * naming the call site); later repeats in the window are counted and the
+ * next message passed says how many were left out. Any thread; takes
+ * log_mu only to count. */
+#define DEXA__LOG_WINDOW_MS 10000
+void dexa__log(dexa_runtime *rt, int32_t level, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The message for a store error rc: the store's noted cause (disk full,
+ * read-only, permission denied, with the path) when it has one, else
+ * dexa_strerror(rc). Returns buf. */
+const char *dexa__store_error(const dexa_runtime *rt, int rc, char *buf, size_t n);
 /* ---- session lifetime (sweep.c, client_ops.c) ---------------------------- */
 #define DEXA__DEFAULT_IDLE_MS ((int64_t)30 * 24 * 3600 * 1000)
 #define DEXA__DEFAULT_RETENTION_MS ((int64_t)7 * 24 * 3600 * 1000)
@@ -357,10 +385,24 @@ int dexa__enqueue(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
                   const char *options, size_t options_len, const char *recovery_error,
                   size_t recovery_error_len, int64_t now);
 
-/* A failed or lost attempt: retry after backoff, else the recovery Step,
- * else the session fails. The row must be current. */
+/* How many times a Step execution's worker may be lost (its lease expired
+ * before the Step's timeout: a crash, kill -9) and the Step run again
+ * without using up an attempt; one more fails it (failures.c). */
+#define DEXA__MAX_LOST_WORKERS 10
+
+/* The attempts of row that failed or timed out: its claims less its lost
+ * workers. */
+int32_t dexa__failed_attempts(const dexa__step_row *row);
+
+/* A failed or timed-out attempt: retry after backoff, else the recovery
+ * Step, else the session fails. The row must be current. */
 int dexa__attempt_failed(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int code,
                          const char *message, int64_t retry_after_ms, int64_t now);
+/* A lost worker of row's running attempt (its lease expired before the
+ * Step's timeout): run again at once without counting a failed attempt, up
+ * to DEXA__MAX_LOST_WORKERS times, then fail with "worker lost N times". A
+ * single-attempt Step's is a failed attempt (it never runs twice). */
+int dexa__attempt_lost(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row, int64_t now);
 /* Marks the session failed/completed and cancels every live step of it
  * except keep_exec (may be NULL). */
 int dexa__session_close(dexa_runtime *rt, dexa__store_conn *c, const char *sid,

@@ -49,7 +49,8 @@ void dexa__call_for_row(dexa_runtime *rt, dexa_call *call, const dexa__step_row 
   call->session_id = row->session_id;
   call->name = row->step_type;
   call->step_execution_id = row->exec_id;
-  call->attempt = row->attempt;
+  /* Lost workers are not attempts: the Step sees the attempt it runs. */
+  call->attempt = row->attempt - row->lost_workers > 0 ? row->attempt - row->lost_workers : 1;
   call->input = row->input;
   call->input_len = row->input_len;
   if (row->method == DEXA_CALL_EXECUTE) {
@@ -157,6 +158,11 @@ int dexa__run_session_locked(dexa_runtime *rt, dexa__store_conn *c, const char *
   }
   /* Anything wrong: undo these runs only; the claim loop runs them later. */
   if (rc == DEXA_OK) return c->ops->release(c);
+  char why[512];
+  dexa__log(rt, DEXA_LOG_DEBUG, "locked-cascade",
+            "session %s: its ready locked Steps could not run with the RPC (%s); a worker runs"
+            " them",
+            sid, dexa__store_error(rt, rc, why, sizeof why));
   return c->ops->rollback_to(c) == DEXA_OK ? DEXA_OK : rc;
 }
 
@@ -191,11 +197,18 @@ static int handle_due(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row
   switch (row->state) {
   case DEXA__STEP_WAITING:
     return dexa__wait_eval(rt, c, row, cl->now);
-  case DEXA__STEP_RUNNING:
+  case DEXA__STEP_RUNNING: {
     if (row->cancelled) return c->ops->step_delete(c, row->session_id, row->exec_id);
-    snprintf(msg, sizeof msg, "%s attempt %d timed out or its worker was lost", row->exec_id,
-             (int)row->attempt);
+    /* A lease renewed up to the Step's deadline ran out of time; one that
+     * expired before it was not renewed: its worker was lost. */
+    dexa__step_opts o;
+    if (dexa__row_opts(rt, row, &o) == DEXA_OK && o.timeout_ms > 0 &&
+        row->lease_until < row->started_ms + o.timeout_ms)
+      return dexa__attempt_lost(rt, c, row, cl->now);
+    snprintf(msg, sizeof msg, "%s attempt %d timed out", row->exec_id,
+             (int)dexa__failed_attempts(row));
     return dexa__attempt_failed(rt, c, row, DEXA_E_TIMEOUT, msg, 0, cl->now);
+  }
   default: {
     dexa__step_opts o;
     /* Overrides were checked when enqueued; a bad one just keeps defaults. */

@@ -31,6 +31,16 @@
 #define SWEEP_ROWS 1000
 #define SWEEP_TXNS 4
 
+/* A failure the sweep handles itself (it tries again next round): the
+ * runtime's log callback and error message get it. */
+static void note(dexa_runtime *rt, const char *kind, const char *what, const char *sid, int rc) {
+  char why[400], msg[600];
+  snprintf(msg, sizeof msg, "sweep: %s%s%s: %s", what, sid ? " " : "", sid ? sid : "",
+           rc ? dexa__store_error(rt, rc, why, sizeof why) : "");
+  dexa__log(rt, DEXA_LOG_WARNING, kind, "%s", msg);
+  dexa__set_errmsg(rt, "%s", msg);
+}
+
 typedef struct id_list {
   char **ids;
   size_t n;
@@ -128,14 +138,17 @@ static int end_idle(dexa_runtime *rt, int64_t now, sweep_stats *st) {
     dexa__idle_arg a = {l.ids[i], cutoff, 0, 0, ""};
     rc = dexa__gc_run(rt, dexa__end_idle_op, &a);
     if (rc != DEXA_OK) {
-      dexa__set_errmsg(rt, "sweep: cannot end idle session %s: %s", l.ids[i], dexa_strerror(rc));
+      note(rt, "sweep-end", "cannot end idle session", l.ids[i], rc);
       break;
     }
     if (!a.ended) continue;
     st->ended++;
     /* Only once durable, as for an RPC that interrupts. */
     dexa__interrupt_session(rt, l.ids[i], a.running);
-    if (a.errmsg[0]) dexa__set_errmsg(rt, "sweep: session %s closed: %s", l.ids[i], a.errmsg);
+    if (a.errmsg[0]) {
+      dexa__log(rt, DEXA_LOG_WARNING, "sweep-close", "sweep: idle session %s closed by the runtime: %s",
+                l.ids[i], a.errmsg);
+    }
   }
   list_free(&l);
   return rc;
@@ -158,7 +171,7 @@ static int purge_expired(dexa_runtime *rt, int64_t now, sweep_stats *st) {
     a.start = a.next;
   }
   if (rc == DEXA_OK && (a.start < l.n || l.n == SWEEP_LIST)) st->more = 1;
-  if (rc != DEXA_OK) dexa__set_errmsg(rt, "sweep: cannot delete expired sessions: %s", dexa_strerror(rc));
+  if (rc != DEXA_OK) note(rt, "sweep-delete", "cannot delete expired sessions", NULL, rc);
   list_free(&l);
   return rc;
 }

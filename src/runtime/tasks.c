@@ -123,10 +123,21 @@ static int finish_claim_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
 }
 
 static void finish_note(dexa_runtime *rt, const dexa_task *task, int rc) {
-  if (rc == DEXA_E_TIMEOUT)
+  char why[512];
+  if (rc == DEXA_E_TIMEOUT) {
     dexa__set_errmsg(rt, "%s: the lease was lost; the result was dropped", task->row.exec_id);
-  else if (rc != DEXA_OK)
-    dexa__set_errmsg(rt, "%s: cannot apply the result: %s", task->row.exec_id, dexa_strerror(rc));
+    dexa__log(rt, DEXA_LOG_WARNING, "lease-lost-result",
+              "%s of session %s: the lease was lost; the result was dropped (the Step runs"
+              " again or was cancelled)",
+              task->row.exec_id, task->row.session_id);
+  } else if (rc != DEXA_OK) {
+    dexa__store_error(rt, rc, why, sizeof why);
+    dexa__set_errmsg(rt, "%s: cannot apply the result: %s", task->row.exec_id, why);
+    dexa__log(rt, DEXA_LOG_ERROR, "apply-result",
+              "%s of session %s: cannot apply the result: %s; the Step runs again after its"
+              " lease",
+              task->row.exec_id, task->row.session_id, why);
+  }
 }
 
 static int attempt_code(const dexa_result *res, int rc_dispatch) {
@@ -171,6 +182,9 @@ static void adopt_claim(dexa_runtime *rt, dexa__claim *cl, dexa_task **next) {
       dexa_task **p = realloc(rt->claimed, cap * sizeof *p);
       if (!p) { /* no room: its lease runs out and it is retried */
         pthread_mutex_unlock(&rt->mu);
+        dexa__log(rt, DEXA_LOG_WARNING, "claim-nomem",
+                  "%s: out of memory for a claimed Step; it runs again after its lease",
+                  cl->more->items[i]->row.exec_id);
         dexa_task_abandon(rt, cl->more->items[i]);
         pthread_mutex_lock(&rt->mu);
         continue;
@@ -182,6 +196,15 @@ static void adopt_claim(dexa_runtime *rt, dexa__claim *cl, dexa_task **next) {
   }
   cl->more->count = 0;
   pthread_cond_broadcast(&rt->work_cv); /* wake idle workers for them */
+  pthread_mutex_unlock(&rt->mu);
+}
+
+/* Commits wake one waiter for work (runtime.c: dexa__notify_commit); a
+ * claim that took as much as it may, or stopped before a single-attempt
+ * Step, may have left ready work, so it passes the wake-up on. */
+static void wake_next(dexa_runtime *rt) {
+  pthread_mutex_lock(&rt->mu);
+  pthread_cond_signal(&rt->work_cv);
   pthread_mutex_unlock(&rt->mu);
 }
 
@@ -200,9 +223,11 @@ static int finish_with_claim(dexa_runtime *rt, dexa_task *task, const dexa_resul
   if (rc == DEXA_OK) rc = a.finish.outcome;
   finish_note(rt, task, rc);
   dexa__task_free(task);
-  if (a.claim.task && (rc == DEXA_OK || rc == DEXA_E_TIMEOUT))
+  if (a.claim.task && (rc == DEXA_OK || rc == DEXA_E_TIMEOUT)) {
+    int full = a.claim.stop || 1 + (more ? more->count : 0) >= a.claim.want;
     adopt_claim(rt, &a.claim, next);
-  else
+    if (full) wake_next(rt);
+  } else
     dexa__claim_drop(&a.claim); /* the batch failed: its claim was rolled back with it */
   return rc;
 }
@@ -314,7 +339,9 @@ static int claim_into(dexa_runtime *rt, dexa_task **task, dexa__taskq *q, int32_
     dexa__claim_drop(&cl);
     return rc;
   }
+  int full = cl.task && (cl.stop || 1 + (q ? q->count : 0) >= cl.want);
   adopt_claim(rt, &cl, task);
+  if (full) wake_next(rt);
   return DEXA_OK;
 }
 
@@ -407,7 +434,12 @@ DEXA_EXTERN int dexa_runtime_poll(dexa_runtime *rt, dexa_task **out, int64_t tim
   *out = NULL;
   if (!rt) return DEXA_E_INVALID_ARG;
   dexa__sweep_maybe(rt);
-  return dexa__poll(rt, out, timeout_ms, 0);
+  int rc = dexa__poll(rt, out, timeout_ms, 0);
+  if (rc != DEXA_OK && rc != DEXA_E_TIMEOUT) {
+    char why[512];
+    dexa__set_errmsg(rt, "poll: cannot claim ready Steps: %s", dexa__store_error(rt, rc, why, sizeof why));
+  }
+  return rc;
 }
 
 int dexa__task_run(dexa_runtime *rt, dexa_task *t, dexa_task **next) {
@@ -428,7 +460,12 @@ DEXA_EXTERN int dexa_runtime_run_ready(dexa_runtime *rt, int32_t *ran) {
     int32_t inline_ran = 0;
     if (!t) {
       int rc = dexa__claim_once(rt, &t, &inline_ran);
-      if (rc != DEXA_OK) return rc;
+      if (rc != DEXA_OK) {
+        char why[512];
+        dexa__set_errmsg(rt, "run_ready: cannot claim ready Steps: %s",
+                         dexa__store_error(rt, rc, why, sizeof why));
+        return rc;
+      }
       if (ran) *ran += inline_ran;
       if (!t && !inline_ran) return DEXA_OK;
       if (!t) continue;

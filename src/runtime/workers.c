@@ -31,6 +31,10 @@ static void *worker_main(void *arg) {
     if (stop) break;
     if (rc != DEXA_OK && rc != DEXA_E_TIMEOUT) {
       /* Store trouble (busy, I/O): back off briefly instead of spinning. */
+      char why[512];
+      dexa__log(rt, DEXA_LOG_WARNING, "worker-claim",
+                "worker: cannot claim ready Steps: %s; trying again in 50 ms",
+                dexa__store_error(rt, rc, why, sizeof why));
       pthread_mutex_lock(&rt->mu);
       if (!rt->stopping) dexa__cond_wait_until(&rt->work_cv, &rt->mu, dexa__mono_ms() + 50);
       pthread_mutex_unlock(&rt->mu);

@@ -28,7 +28,8 @@
 
 #define STEP_COLS                                                                          \
   "session_id, exec_id, step_type, ord, state, method, attempt, cancelled, input,"      \
-  " options, wait, conditions, recovery_error, due_ms, lease_owner, lease_until, started_ms"
+  " options, wait, conditions, recovery_error, due_ms, lease_owner, lease_until, started_ms,"  \
+  " lost_workers"
 /* session_data rows are keyed by the session's skey: bound by a write
  * transaction, which knows it from its memo, else found from the id. */
 #define SKEY "coalesce($2::bigint, (SELECT skey FROM sessions WHERE session_id = $1::text))"
@@ -91,13 +92,13 @@ static const char *const sql_text[PG_COUNT] = {
                      " AND d.kind = t.kind AND d.key = t.key AND d.seq = t.seq"
                      " RETURNING d.seq, d.value) SELECT seq, value FROM d ORDER BY seq",
     [PG_STEP_INSERT] = "INSERT INTO steps(" STEP_COLS ") VALUES($1, $2, $3, $4, $5, $6, $7, $8,"
-                       " $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+                       " $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
     [PG_STEP_GET] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1 AND exec_id = $2",
     [PG_STEP_UPDATE] = "UPDATE steps SET step_type = $3, ord = $4, state = $5, method = $6,"
                        " attempt = $7, cancelled = $8, input = $9, options = $10, wait = $11,"
                        " conditions = $12, recovery_error = $13, due_ms = $14,"
-                       " lease_owner = $15, lease_until = $16, started_ms = $17"
-                       " WHERE session_id = $1 AND exec_id = $2",
+                       " lease_owner = $15, lease_until = $16, started_ms = $17,"
+                       " lost_workers = $18 WHERE session_id = $1 AND exec_id = $2",
     [PG_STEP_DELETE] = "DELETE FROM steps WHERE session_id = $1 AND exec_id = $2",
     /* Read-only (outside a write transaction): no locks. */
     [PG_STEP_FIRST_DUE] = "SELECT " STEP_COLS " FROM steps WHERE due_ms <= $1"
@@ -107,7 +108,7 @@ static const char *const sql_text[PG_COUNT] = {
     [PG_STEP_CLAIM_DUE] = "SELECT st.session_id, st.exec_id, st.step_type, st.ord, st.state,"
                           " st.method, st.attempt, st.cancelled, st.input, st.options, st.wait,"
                           " st.conditions, st.recovery_error, st.due_ms, st.lease_owner,"
-                          " st.lease_until, st.started_ms FROM steps AS st"
+                          " st.lease_until, st.started_ms, st.lost_workers FROM steps AS st"
                           " JOIN sessions AS se ON se.session_id = st.session_id"
                           " WHERE st.due_ms <= $1 ORDER BY st.due_ms LIMIT 1"
                           " FOR UPDATE SKIP LOCKED",
@@ -126,6 +127,28 @@ static const char *const sql_text[PG_COUNT] = {
     [PG_EVENT_READ] = "SELECT seq, value FROM session_data WHERE skey = " SKEY " AND kind = 2"
                       " AND key = '\\x'::bytea AND seq > $3 ORDER BY seq LIMIT $4",
     [PG_NOTIFY] = "SELECT pg_notify('" DEXA__PG_CHANNEL "', $1)",
+    [PG_ADMIN_SESSION_DUMP] = "SELECT flow_type, created_ms, status, event_seq, step_ord, settings"
+                              " FROM sessions WHERE session_id = $1",
+    [PG_ADMIN_SESSION_RESTORE] = "UPDATE sessions SET status = $2, event_seq = $3, step_ord = $4"
+                                 " WHERE session_id = $1",
+    [PG_ADMIN_CHAN_SCAN] = "SELECT key, seq, value FROM session_data WHERE skey ="
+                           " (SELECT skey FROM sessions WHERE session_id = $1) AND kind = 1"
+                           " ORDER BY key, seq",
+    [PG_ADMIN_ORPHAN_DATA] = "SELECT count(*) FROM session_data d WHERE NOT EXISTS"
+                             " (SELECT 1 FROM sessions s WHERE s.skey = d.skey)",
+    [PG_ADMIN_ORPHAN_STEPS] = "SELECT count(*) FROM steps t WHERE NOT EXISTS"
+                              " (SELECT 1 FROM sessions s WHERE s.session_id = t.session_id)",
+    [PG_ADMIN_EVENTS_PAST] = "SELECT count(*) FROM session_data d JOIN sessions s ON s.skey = d.skey"
+                             " WHERE d.kind = 2 AND d.seq > s.event_seq",
+    [PG_ADMIN_VALUES_PAGE] = "SELECT skey, kind::integer, key, seq, value FROM session_data"
+                             " WHERE (skey, kind, key, seq) > ($1::bigint, $2::smallint, $3::bytea,"
+                             " $4::bigint) ORDER BY skey, kind, key, seq LIMIT 500",
+    /* Sent right after PG_SESSION_LOCK: the attributes write transactions
+     * usually read ($2: their keys in hex). */
+    [PG_ATTR_PREFETCH] = "SELECT key, value FROM session_data WHERE skey ="
+                         " (SELECT skey FROM sessions WHERE session_id = $1) AND kind = 0"
+                         " AND key = ANY(ARRAY(SELECT decode(k, 'hex') FROM unnest($2::text[]) AS k))"
+                         " AND seq = 0",
 };
 
 static int64_t mono_ms(void) {
@@ -257,14 +280,7 @@ int dexa__pg_connect(const char *conninfo, PGconn **out, char *errmsg, size_t n)
   return auth ? DEXA_E_AUTH : DEXA_E_IO;
 }
 
-/* Settings of every connection: a wait for a row lock is bounded, and a
- * session's timestamps are the runtime's, never the server's. */
-static int configure(PGconn *db) {
-  PGresult *r = PQexec(db, "SET lock_timeout = '" LOCK_TIMEOUT "'");
-  int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-  PQclear(r);
-  return ok ? DEXA_OK : DEXA_E_IO;
-}
+static int prepare_all(PGconn *db);
 
 /* Outside a transaction: a lost connection is opened again, at most once
  * per backoff period (doubling), so a server that is down is not hammered.
@@ -273,49 +289,278 @@ static int ensure_connected(pg_conn *c) {
   if (c->db && !c->lost && PQstatus(c->db) == CONNECTION_OK) return DEXA_OK;
   int64_t now = mono_ms();
   if (now < c->retry_at_ms) return DEXA_E_IO;
+  int again = c->db != NULL || c->lost;
   if (c->db) PQfinish(c->db);
   c->db = NULL;
-  memset(c->prepared, 0, sizeof c->prepared);
+  c->pipe = 0;
   c->lost = 0;
   PGconn *db = NULL;
-  int rc = dexa__pg_connect(c->store->conninfo, &db, NULL, 0);
-  if (rc == DEXA_OK) rc = configure(db);
+  char why[512] = "";
+  int rc = dexa__pg_connect(c->store->conninfo, &db, why, sizeof why);
+  if (rc == DEXA_OK) rc = prepare_all(db);
   if (rc != DEXA_OK) {
     if (db) PQfinish(db);
     c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
     if (c->backoff_ms > BACKOFF_MAX_MS) c->backoff_ms = BACKOFF_MAX_MS;
     c->retry_at_ms = now + c->backoff_ms;
     c->lost = 1;
+    dexa__store_note(&c->store->base, DEXA_E_IO, "%s", why[0] ? why : "PostgreSQL: cannot configure the connection");
+    dexa__store_log(&c->store->base, DEXA_LOG_WARNING, "pg-reconnect",
+                    "PostgreSQL: the connection is lost: %s; connecting again in %lld ms",
+                    why[0] ? why : "cannot configure the connection", (long long)c->backoff_ms);
     return DEXA_E_IO;
   }
+  if (again || c->backoff_ms)
+    dexa__store_log(&c->store->base, DEXA_LOG_INFO, "pg-reconnected", "PostgreSQL: connected again");
   c->db = db;
   c->backoff_ms = 0;
   c->retry_at_ms = 0;
   return DEXA_OK;
 }
 
-/* ---- statements ---------------------------------------------------------------- */
+/* ---- statements ---------------------------------------------------------------- *
+ *
+ * Pipelining. A write transaction runs in libpq's pipeline mode: a statement
+ * whose result its caller does not look at (an INSERT, UPDATE or DELETE of
+ * known rows, SAVEPOINT, RELEASE, the counters and the NOTIFY before COMMIT)
+ * is sent and not waited for; its result is read, with every other queued
+ * one, when the transaction next needs an answer (a read) or at COMMIT. A
+ * batch of Step completions that was some 150 round trips is then a few: the
+ * reads that decide something, and COMMIT.
+ *
+ * A queued statement that fails (none should: each writes rows its
+ * transaction already locked) makes the server skip what follows until the
+ * next sync point. The failure is found later than it would be without the
+ * pipeline; when it is found:
+ *  - inside the savepoint it failed in, the operation fails with its error
+ *    as before (the group commit rolls the savepoint back);
+ *  - after that savepoint was released, the operation it belonged to was
+ *    already taken as done: the whole transaction is rolled back (BUSY,
+ *    nothing applied) and the connection runs its next transaction without
+ *    deferring anything (strict), so the group commit's retry of the batch
+ *    gives each operation its own outcome, exactly as without pipelining.
+ * Read transactions pipeline their BEGIN with their first statement. */
 
-static int prepare(pg_conn *c, pg_stmt_id id) {
-  if (c->prepared[id]) return DEXA_OK;
+/* Queued results at most: past this the queue is read (the server's replies
+ * to it stay far below what a socket buffers, so neither side blocks). */
+#define PIPE_MAX_PENDING 512
+
+static const char *stmt_name(pg_stmt_id id, char name[16]) {
+  snprintf(name, 16, "d%d", (int)id);
+  return name;
+}
+
+/* Every statement of the table, prepared in one round trip, and the
+ * connection's settings. */
+static int prepare_all(PGconn *db) {
+  if (!PQenterPipelineMode(db)) return DEXA_E_IO;
   char name[16];
-  snprintf(name, sizeof name, "d%d", (int)id);
-  PGresult *r = PQprepare(c->db, name, sql_text[id], 0, NULL);
-  int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? DEXA_OK : dexa__pg_err(c, r);
+  int ok = PQsendQueryParams(db, "SET lock_timeout = '" LOCK_TIMEOUT "'", 0, NULL, NULL, NULL,
+                             NULL, 0);
+  for (int i = 0; ok && i < PG_COUNT; i++)
+    ok = PQsendPrepare(db, stmt_name((pg_stmt_id)i, name), sql_text[i], 0, NULL);
+  ok = ok && PQpipelineSync(db);
+  int results = 0;
+  while (ok) {
+    PGresult *r = PQgetResult(db);
+    if (!r) {
+      if (PQstatus(db) != CONNECTION_OK) ok = 0;
+      continue;
+    }
+    ExecStatusType st = PQresultStatus(r);
+    PQclear(r);
+    if (st == PGRES_PIPELINE_SYNC) break;
+    if (st != PGRES_COMMAND_OK) ok = 0;
+    results++;
+  }
+  ok = ok && results == PG_COUNT + 1 && PQexitPipelineMode(db);
+  return ok ? DEXA_OK : DEXA_E_IO;
+}
+
+/* The statements of the open savepoints start at these sequence numbers. */
+static int64_t window_start(const pg_conn *c) {
+  if (c->sp_depth > 0) return c->sp_seq[c->sp_depth - 1];
+  return c->sp_used ? INT64_MAX : 0;
+}
+
+/* Notes the failure of queued statement seq (the first one counts). */
+static void pipe_failed(pg_conn *c, int64_t seq, int rc) {
+  if (c->failed_rc) return;
+  c->failed_rc = rc;
+  c->failed_seq = seq;
+}
+
+/* Reads one queued statement's result (and the NULL that ends it). Returns
+ * the result when keep, else clears it. */
+static PGresult *pipe_read_one(pg_conn *c, int keep) {
+  PGresult *r = PQgetResult(c->db);
+  int64_t seq = c->nread++;
+  c->npending--;
+  if (!r) {
+    /* Nothing where a result should be: the connection is gone. */
+    c->lost = 1;
+    pipe_failed(c, seq, DEXA_E_BUSY);
+    return NULL;
+  }
+  PGresult *end;
+  while ((end = PQgetResult(c->db)) != NULL) PQclear(end);
+  ExecStatusType st = PQresultStatus(r);
+  if (st == PGRES_FATAL_ERROR) pipe_failed(c, seq, dexa__pg_err(c, r));
+  else if (st == PGRES_PIPELINE_ABORTED) pipe_failed(c, seq, DEXA_E_BUSY);
+  if (keep) return r;
   PQclear(r);
-  if (rc == DEXA_OK) c->prepared[id] = 1;
+  return NULL;
+}
+
+/* After a failure the server skips statements until a sync point: sends
+ * one and reads up to it, so that what comes next (ROLLBACK TO, ROLLBACK)
+ * runs. The transaction stays open, failed. */
+static void pipe_resync(pg_conn *c) {
+  if (c->lost || PQstatus(c->db) != CONNECTION_OK) {
+    c->lost = 1;
+    return;
+  }
+  if (!PQpipelineSync(c->db)) {
+    c->lost = 1;
+    return;
+  }
+  for (;;) {
+    PGresult *r = PQgetResult(c->db);
+    if (!r) {
+      if (PQstatus(c->db) != CONNECTION_OK) {
+        c->lost = 1;
+        return;
+      }
+      continue;
+    }
+    ExecStatusType st = PQresultStatus(r);
+    PQclear(r);
+    if (st == PGRES_PIPELINE_SYNC) return;
+  }
+}
+
+/* Reads every queued result. */
+static void pipe_drain(pg_conn *c) {
+  if (c->npending == 0) return;
+  if (!c->lost && PQflush(c->db) != 0) c->lost = 1;
+  if (!c->lost && !PQsendFlushRequest(c->db)) c->lost = 1;
+  if (!c->lost && PQflush(c->db) != 0) c->lost = 1;
+  while (c->npending > 0 && !c->lost) pipe_read_one(c, 0);
+  if (c->lost) {
+    pipe_failed(c, c->nread, DEXA_E_BUSY);
+    c->npending = 0;
+  }
+}
+
+/* What a failure found in the queue means for the caller now: its own
+ * error inside its savepoint; otherwise the transaction must go (BUSY) and
+ * the next one runs strict. */
+static int pipe_verdict(pg_conn *c) {
+  if (!c->failed_rc) return DEXA_OK;
+  if (c->failed_rc == DEXA_E_BUSY) return DEXA_E_BUSY;
+  if (c->failed_seq >= window_start(c)) return c->failed_rc;
+  c->strict_next = 1;
+  return DEXA_E_BUSY;
+}
+
+static int pipe_send(pg_conn *c, pg_stmt_id id, const pg_params *p) {
+  char name[16];
+  if (!PQsendQueryPrepared(c->db, stmt_name(id, name), p->n, p->v, p->len, p->fmt, 1)) {
+    c->lost = PQstatus(c->db) != CONNECTION_OK;
+    return c->lost ? DEXA_E_BUSY : DEXA_E_IO;
+  }
+  c->npending++;
+  c->nsent++;
+  return DEXA_OK;
+}
+
+static int pipe_send_sql(pg_conn *c, const char *sql) {
+  if (!PQsendQueryParams(c->db, sql, 0, NULL, NULL, NULL, NULL, 0)) {
+    c->lost = PQstatus(c->db) != CONNECTION_OK;
+    return c->lost ? DEXA_E_BUSY : DEXA_E_IO;
+  }
+  c->npending++;
+  c->nsent++;
+  if (c->npending >= PIPE_MAX_PENDING) pipe_drain(c);
+  return DEXA_OK;
+}
+
+/* Statements whose answers the caller needs, in the pipeline: sent
+ * together, then the queue is read, then their results (in r[0..n)). A
+ * failure of one of them is the caller's error, as without the pipeline. */
+static int pipe_run_n(pg_conn *c, int n, const pg_stmt_id *ids, const pg_params *const *ps,
+                      PGresult **r) {
+  for (int i = 0; i < n; i++) r[i] = NULL;
+  if (c->failed_rc) {
+    int rc = pipe_verdict(c);
+    return rc == DEXA_OK ? DEXA_E_BUSY : rc;
+  }
+  for (int i = 0; i < n; i++) {
+    int rc = pipe_send(c, ids[i], ps[i]);
+    if (rc != DEXA_OK) return rc;
+  }
+  int64_t first = c->nsent - n;
+  if (PQsendFlushRequest(c->db) == 0 || PQflush(c->db) != 0) c->lost = 1;
+  while (!c->lost && c->nread < first) pipe_read_one(c, 0);
+  int earlier = c->failed_rc != 0;
+  for (int i = 0; i < n && !c->lost; i++) r[i] = pipe_read_one(c, 1);
+  if (c->lost) {
+    pipe_failed(c, first, DEXA_E_BUSY);
+    c->npending = 0;
+  }
+  if (!c->failed_rc) return DEXA_OK;
+  for (int i = 0; i < n; i++) {
+    if (r[i]) PQclear(r[i]);
+    r[i] = NULL;
+  }
+  int rc;
+  if (!earlier && c->failed_seq >= first && c->failed_rc != DEXA_E_BUSY) {
+    rc = c->failed_rc; /* its own failure */
+  } else {
+    rc = pipe_verdict(c);
+    if (rc == DEXA_OK) rc = DEXA_E_BUSY;
+  }
+  pipe_resync(c);
+  return rc;
+}
+
+static PGresult *pipe_run(pg_conn *c, pg_stmt_id id, const pg_params *p, int *rc) {
+  PGresult *r = NULL;
+  *rc = pipe_run_n(c, 1, &id, &p, &r);
+  return r;
+}
+
+int dexa__pg_run2(pg_conn *c, pg_stmt_id id1, const pg_params *p1, pg_stmt_id id2,
+                  const pg_params *p2, PGresult **r1, PGresult **r2) {
+  *r1 = *r2 = NULL;
+  if (c->pipe) {
+    pg_stmt_id ids[2] = {id1, id2};
+    const pg_params *ps[2] = {p1, p2};
+    PGresult *r[2];
+    int rc = pipe_run_n(c, 2, ids, ps, r);
+    *r1 = r[0];
+    *r2 = r[1];
+    return rc;
+  }
+  int rc;
+  *r1 = dexa__pg_run(c, id1, p1, &rc);
+  if (!*r1) return rc;
+  *r2 = dexa__pg_run(c, id2, p2, &rc);
+  if (!*r2) {
+    PQclear(*r1);
+    *r1 = NULL;
+  }
   return rc;
 }
 
 PGresult *dexa__pg_run(pg_conn *c, pg_stmt_id id, const pg_params *p, int *rc) {
-  *rc = c->in_tx ? (c->lost ? DEXA_E_BUSY : DEXA_OK) : ensure_connected(c);
-  if (*rc == DEXA_OK) *rc = prepare(c, id);
-  if (*rc != DEXA_OK) return NULL;
-  char name[16];
-  snprintf(name, sizeof name, "d%d", (int)id);
   static const pg_params none = {0};
   if (!p) p = &none;
-  PGresult *r = PQexecPrepared(c->db, name, p->n, p->v, p->len, p->fmt, 1);
+  if (c->pipe) return pipe_run(c, id, p, rc);
+  *rc = c->in_tx ? (c->lost ? DEXA_E_BUSY : DEXA_OK) : ensure_connected(c);
+  if (*rc != DEXA_OK) return NULL;
+  char name[16];
+  PGresult *r = PQexecPrepared(c->db, stmt_name(id, name), p->n, p->v, p->len, p->fmt, 1);
   ExecStatusType st = PQresultStatus(r);
   if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) return r;
   *rc = dexa__pg_err(c, r);
@@ -324,6 +569,18 @@ PGresult *dexa__pg_run(pg_conn *c, pg_stmt_id id, const pg_params *p, int *rc) {
 }
 
 int dexa__pg_exec(pg_conn *c, pg_stmt_id id, const pg_params *p, int64_t *changed) {
+  if (c->pipe && !changed) {
+    /* Queued: its result is read with the next answer or at COMMIT. */
+    if (c->failed_rc) return pipe_verdict(c) ? pipe_verdict(c) : DEXA_E_BUSY;
+    static const pg_params none = {0};
+    int rc = pipe_send(c, id, p ? p : &none);
+    if (rc == DEXA_OK && c->npending >= PIPE_MAX_PENDING) {
+      pipe_drain(c);
+      rc = pipe_verdict(c);
+      if (rc != DEXA_OK) pipe_resync(c);
+    }
+    return rc;
+  }
   int rc;
   PGresult *r = dexa__pg_run(c, id, p, &rc);
   if (!r) return rc;
@@ -348,12 +605,31 @@ static void touched_clear(pg_conn *c) {
   c->ntouched = 0;
 }
 
+/* Leaves pipeline mode: a sync point, every result read up to it. */
+static void pipe_leave(pg_conn *c) {
+  if (!c->pipe) return;
+  if (!c->lost && c->db && PQstatus(c->db) == CONNECTION_OK) {
+    if (c->npending > 0) pipe_drain(c);
+    pipe_resync(c);
+  }
+  if (c->lost || !c->db || !PQexitPipelineMode(c->db)) c->lost = 1;
+  c->pipe = 0;
+  c->npending = 0;
+}
+
 static void end_transaction(pg_conn *c) {
+  dexa__pg_txattr_clear(c);
   dexa__write_log_clear(&c->log);
   dexa__session_memo_clear(&c->memo);
   touched_clear(c);
   c->writing = 0;
   c->in_tx = 0;
+  c->npending = 0;
+  c->nsent = c->nread = 0;
+  c->failed_rc = 0;
+  c->failed_seq = 0;
+  c->sp_depth = 0;
+  c->sp_used = 0;
   if (c->held) PQclear(c->held);
   c->held = NULL;
 }
@@ -362,8 +638,21 @@ static int begin(pg_conn *c, const char *sql, int writing) {
   end_transaction(c);
   /* No connection yet: nothing was applied, the batch may run again. */
   int rc = ensure_connected(c) == DEXA_OK ? DEXA_OK : DEXA_E_BUSY;
-  if (rc == DEXA_OK) rc = command(c, sql);
   if (rc != DEXA_OK) return rc;
+  int strict = c->strict_next;
+  c->strict_next = 0;
+  if (!strict && c->store->pipeline) {
+    if (!PQenterPipelineMode(c->db)) return DEXA_E_BUSY;
+    c->pipe = 1;
+    rc = pipe_send_sql(c, sql);
+    if (rc != DEXA_OK) {
+      pipe_leave(c);
+      return rc;
+    }
+  } else {
+    rc = command(c, sql);
+    if (rc != DEXA_OK) return rc;
+  }
   c->in_tx = 1;
   c->writing = writing;
   return DEXA_OK;
@@ -381,12 +670,76 @@ static int pg_begin_read(dexa__store_conn *base) {
   return begin((pg_conn *)base, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0);
 }
 
+/* COMMIT in the pipeline: the queued statements, COMMIT and a sync point
+ * go in one round trip. */
+static int pipe_commit(pg_conn *c) {
+  int rc = pipe_verdict(c);
+  if (rc == DEXA_OK) rc = pipe_send_sql(c, "COMMIT");
+  if (rc != DEXA_OK) {
+    pipe_leave(c);
+    return rc == DEXA_E_IO ? DEXA_E_BUSY : rc;
+  }
+  int64_t commit_seq = c->nsent - 1;
+  if (!PQpipelineSync(c->db)) c->lost = 1;
+  while (!c->lost && c->nread < commit_seq) pipe_read_one(c, 0);
+  PGresult *r = NULL;
+  if (!c->lost) r = pipe_read_one(c, 1);
+  int committed = r && PQresultStatus(r) == PGRES_COMMAND_OK &&
+                  strcmp(PQcmdStatus(r), "ROLLBACK") != 0;
+  int commit_failed_here = r && PQresultStatus(r) == PGRES_FATAL_ERROR;
+  if (r) PQclear(r);
+  /* The sync point's own result. */
+  int synced = 0;
+  while (!c->lost) {
+    PGresult *s = PQgetResult(c->db);
+    if (!s) {
+      if (PQstatus(c->db) != CONNECTION_OK) c->lost = 1;
+      continue;
+    }
+    ExecStatusType st = PQresultStatus(s);
+    PQclear(s);
+    if (st == PGRES_PIPELINE_SYNC) {
+      synced = 1;
+      break;
+    }
+  }
+  if (synced && !PQexitPipelineMode(c->db)) c->lost = 1;
+  c->pipe = 0;
+  c->npending = 0;
+  if (committed) return DEXA_OK;
+  if (c->lost && !r) return DEXA_E_IO; /* lost after COMMIT was sent: unknown */
+  if (commit_failed_here && !c->failed_rc) return c->lost ? DEXA_E_IO : DEXA_E_BUSY;
+  rc = pipe_verdict(c);
+  return rc == DEXA_OK ? DEXA_E_BUSY : rc;
+}
+
 /* COMMIT: a lost connection before it leaves nothing applied (BUSY: run
  * it again); one lost during it leaves the outcome unknown (IO). */
 static int pg_commit(dexa__store_conn *base) {
   pg_conn *c = (pg_conn *)base;
   int rc = c->writing ? dexa__pg_write_counters(c) : DEXA_OK;
   if (rc == DEXA_OK && c->writing) rc = dexa__pg_notify_touched(c);
+  if (c->pipe) {
+    if (rc != DEXA_OK) {
+      pipe_leave(c);
+      return rc;
+    }
+    /* The window of attributable failures is closed: all operations are
+     * done. */
+    c->sp_depth = 0;
+    c->sp_used = 1;
+    rc = pipe_commit(c);
+    if (rc != DEXA_OK) {
+      if (PQstatus(c->db) != CONNECTION_OK) c->lost = 1;
+      /* A failed transaction is still open: roll it back. */
+      if (!c->lost) PQclear(PQexec(c->db, "ROLLBACK"));
+      end_transaction(c);
+      return rc;
+    }
+    if (c->store->base.cache) dexa__write_log_publish(&c->log, c->store->base.cache);
+    end_transaction(c);
+    return DEXA_OK;
+  }
   if (rc != DEXA_OK) return rc;
   if (c->lost) return DEXA_E_BUSY;
   PGresult *r = PQexec(c->db, "COMMIT");
@@ -408,6 +761,7 @@ static int pg_commit(dexa__store_conn *base) {
 static int pg_rollback(dexa__store_conn *base) {
   pg_conn *c = (pg_conn *)base;
   int was = c->in_tx;
+  pipe_leave(c);
   end_transaction(c);
   if (!was || c->lost || !c->db || PQstatus(c->db) != CONNECTION_OK) return DEXA_OK;
   PGresult *r = PQexec(c->db, "ROLLBACK");
@@ -417,8 +771,20 @@ static int pg_rollback(dexa__store_conn *base) {
 
 static int pg_savepoint(dexa__store_conn *base) {
   pg_conn *c = (pg_conn *)base;
+  if (c->pipe && c->sp_depth >= PG_MAX_SAVEPOINTS) return DEXA_E_NOMEM;
   if (dexa__session_memo_savepoint(&c->memo) != 0) return DEXA_E_NOMEM;
-  int rc = command(c, "SAVEPOINT sp");
+  int rc;
+  if (c->pipe) {
+    rc = c->failed_rc ? pipe_verdict(c) : DEXA_OK;
+    if (rc == DEXA_OK) rc = c->failed_rc ? DEXA_E_BUSY : DEXA_OK;
+    if (rc == DEXA_OK) {
+      c->sp_seq[c->sp_depth++] = c->nsent;
+      c->sp_used = 1;
+      rc = pipe_send_sql(c, "SAVEPOINT sp");
+    }
+  } else {
+    rc = command(c, "SAVEPOINT sp");
+  }
   if (rc == DEXA_OK)
     dexa__write_log_savepoint(&c->log);
   else
@@ -428,7 +794,15 @@ static int pg_savepoint(dexa__store_conn *base) {
 
 static int pg_release(dexa__store_conn *base) {
   pg_conn *c = (pg_conn *)base;
-  int rc = command(c, "RELEASE sp");
+  int rc;
+  if (c->pipe) {
+    /* A failure found now still belongs to the operation ending. */
+    rc = pipe_verdict(c);
+    if (rc == DEXA_OK) rc = pipe_send_sql(c, "RELEASE sp");
+    if (rc == DEXA_OK && c->sp_depth > 0) c->sp_depth--;
+  } else {
+    rc = command(c, "RELEASE sp");
+  }
   if (rc == DEXA_OK) {
     dexa__write_log_release(&c->log);
     dexa__session_memo_release(&c->memo);
@@ -442,7 +816,36 @@ static int pg_rollback_to(dexa__store_conn *base) {
   pg_conn *c = (pg_conn *)base;
   dexa__write_log_rollback_to(&c->log);
   dexa__session_memo_rollback_to(&c->memo);
-  return command(c, "ROLLBACK TO sp; RELEASE sp");
+  dexa__pg_txattr_clear(c);
+  if (!c->pipe) return command(c, "ROLLBACK TO sp; RELEASE sp");
+  pipe_drain(c);
+  /* Failures inside the savepoint are what is being undone; one before it
+   * dooms the transaction. */
+  int rc = DEXA_OK;
+  if (c->failed_rc) {
+    if (c->failed_rc == DEXA_E_BUSY || c->failed_seq < window_start(c)) {
+      rc = pipe_verdict(c);
+      if (rc == DEXA_OK) rc = DEXA_E_BUSY;
+    }
+    pipe_resync(c);
+    if (rc == DEXA_OK) {
+      c->failed_rc = 0;
+      c->failed_seq = 0;
+    }
+  }
+  if (c->sp_depth > 0) c->sp_depth--;
+  if (rc != DEXA_OK) return rc;
+  if (c->lost) return DEXA_E_BUSY;
+  rc = pipe_send_sql(c, "ROLLBACK TO sp");
+  if (rc == DEXA_OK) rc = pipe_send_sql(c, "RELEASE sp");
+  if (rc == DEXA_OK) {
+    pipe_drain(c);
+    if (c->failed_rc) {
+      rc = c->failed_rc == DEXA_E_BUSY ? DEXA_E_BUSY : DEXA_E_IO;
+      pipe_resync(c);
+    }
+  }
+  return rc;
 }
 
 /* Commits are durable at COMMIT (synchronous_commit is the server's). */
@@ -477,6 +880,7 @@ static void pg_conn_close(dexa__store_conn *base) {
   free(c->buf);
   free(c->packbuf);
   free(c->touched);
+  free(c->txa);
   dexa__write_log_free(&c->log);
   dexa__session_memo_free(&c->memo);
   free(c);
@@ -488,6 +892,8 @@ static void pg_close(dexa__store *base) {
   dexa__pg_listener_stop(s->listener);
   dexa__session_cache_free(s->base.cache);
   pthread_mutex_destroy(&s->wake_mu);
+  pthread_mutex_destroy(&s->hot_mu);
+  for (int i = 0; i < s->nhot; i++) free(s->hot[i]);
   free(s->conninfo);
   free(s);
 }
@@ -515,6 +921,15 @@ static int open_schema(pg_store *s, char *errmsg, size_t n) {
   return rc;
 }
 
+int dexa__pg_is_conninfo(const char *uri) {
+  char *err = NULL;
+  PQconninfoOption *o = PQconninfoParse(uri, &err);
+  PQfreemem(err);
+  if (!o) return 0;
+  PQconninfoFree(o);
+  return 1;
+}
+
 int dexa__pg_open(dexa__store **out, const char *conninfo, const dexa__store_config *cfg,
                   char *errmsg, size_t errmsg_size) {
   *out = NULL;
@@ -523,7 +938,13 @@ int dexa__pg_open(dexa__store **out, const char *conninfo, const dexa__store_con
   s->base.ops = &dexa__pg_ops;
   s->base.poll_ms = POLL_MS;
   s->base.batch_retry_ms = BATCH_RETRY_MS;
+  s->base.log = cfg->log;
+  s->base.log_ctx = cfg->log_ctx;
+  /* DEXA_PG_PIPELINE=0: every statement its own round trip (to measure). */
+  const char *pl = getenv("DEXA_PG_PIPELINE");
+  s->pipeline = !(pl && strcmp(pl, "0") == 0);
   pthread_mutex_init(&s->wake_mu, NULL);
+  pthread_mutex_init(&s->hot_mu, NULL);
   instance_name(s->instance, sizeof s->instance);
   s->conninfo = strdup(conninfo);
   int rc = s->conninfo ? DEXA_OK : DEXA_E_NOMEM;
@@ -583,4 +1004,9 @@ const dexa__store_ops dexa__pg_ops = {
     .conn_open = pg_conn_open,
     .conn_close = pg_conn_close,
     .close = pg_close,
+    .session_dump = dexa__pg_session_dump,
+    .session_restore = dexa__pg_session_restore,
+    .chan_scan = dexa__pg_chan_scan,
+    .integrity_check = dexa__pg_integrity_check,
+    .vacuum = dexa__pg_vacuum,
 };

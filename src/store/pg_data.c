@@ -12,6 +12,8 @@
 #include "store/value_pack.h"
 #include "util/buf.h"
 
+#include <pthread.h>
+
 int dexa__pg_touch(pg_conn *c, const char *sid) {
   if (!c->writing) return DEXA_OK;
   for (size_t i = c->ntouched; i > 0; i--)
@@ -38,8 +40,8 @@ static int bind_value(pg_conn *c, pg_params *p, const char *v, size_t n) {
 
 /* A session-data value as the JSON it stands for, NUL-terminated: libpq's
  * own copy, or a packed value unpacked into the connection's buffer. */
-static int column_value(pg_conn *c, const PGresult *r, int row, int col, const char **v,
-                        size_t *n) {
+int dexa__pg_column_value(pg_conn *c, const PGresult *r, int row, int col, const char **v,
+                          size_t *n) {
   const unsigned char *p = (const unsigned char *)PQgetvalue(r, row, col);
   size_t pn = (size_t)PQgetlength(r, row, col);
   if (!dexa__value_is_packed(p, pn)) {
@@ -56,6 +58,118 @@ static int column_value(pg_conn *c, const PGresult *r, int row, int col, const c
   *v = c->buf;
   *n = len;
   return DEXA_OK;
+}
+
+/* ---- the transaction's attributes ---------------------------------------------
+ * A write transaction holds its sessions' row locks, and every writer of a
+ * session's attributes takes that lock first: what it read of them stays
+ * true until it commits, except for its own writes, which update these
+ * entries. So each attribute is read at most once per transaction, and the
+ * keys write transactions keep reading (the store's hot keys, learned as
+ * they are asked for) come with the session's lock in the same round trip.
+ * A savepoint rolled back forgets them all (they are read again). */
+
+void dexa__pg_txattr_clear(pg_conn *c) {
+  for (size_t i = 0; i < c->ntxa; i++) {
+    free(c->txa[i].key);
+    free(c->txa[i].val);
+  }
+  c->ntxa = 0;
+}
+
+static pg_txattr *txattr_find(pg_conn *c, int64_t skey, const char *key, size_t klen) {
+  for (size_t i = 0; i < c->ntxa; i++) {
+    pg_txattr *a = &c->txa[i];
+    if (a->skey == skey && a->klen == klen && memcmp(a->key, key, klen) == 0) return a;
+  }
+  return NULL;
+}
+
+/* Records key's value (val NULL: none). Out of memory: forgets the entry
+ * (it is read again), never keeps a wrong one. */
+static void txattr_set(pg_conn *c, int64_t skey, const char *key, size_t klen, const char *val,
+                       size_t vlen) {
+  pg_txattr *a = txattr_find(c, skey, key, klen);
+  char *copy = NULL;
+  if (val) {
+    copy = malloc(vlen + 1);
+    if (copy) {
+      memcpy(copy, val, vlen);
+      copy[vlen] = '\0';
+    }
+  }
+  if (val && !copy) {
+    if (a) {
+      free(a->key);
+      free(a->val);
+      *a = c->txa[--c->ntxa];
+    }
+    return;
+  }
+  if (a) {
+    free(a->val);
+    a->val = copy;
+    a->vlen = vlen;
+    return;
+  }
+  char *k = malloc(klen ? klen : 1);
+  if (!k || dexa__grow_array(&c->txa, c->ntxa, &c->txa_cap, sizeof *c->txa) != 0) {
+    free(k);
+    free(copy);
+    return;
+  }
+  memcpy(k, key, klen);
+  c->txa[c->ntxa++] = (pg_txattr){skey, k, klen, copy, vlen};
+}
+
+/* Notes a key a write transaction read that it had not fetched. */
+static void hot_learn(pg_store *s, const char *key, size_t klen) {
+  if (klen == 0 || klen > PG_HOT_KEY_MAX) return;
+  pthread_mutex_lock(&s->hot_mu);
+  int have = 0;
+  for (int i = 0; i < s->nhot && !have; i++)
+    have = s->hot_len[i] == klen && memcmp(s->hot[i], key, klen) == 0;
+  if (!have && s->nhot < PG_HOT_KEYS && (s->hot[s->nhot] = malloc(klen))) {
+    memcpy(s->hot[s->nhot], key, klen);
+    s->hot_len[s->nhot++] = klen;
+  }
+  pthread_mutex_unlock(&s->hot_mu);
+}
+
+/* The hot keys as a text[] literal of hex strings into b; 0 when none. */
+static int hot_keys(pg_store *s, dexa__buf *b) {
+  static const char hex[] = "0123456789abcdef";
+  pthread_mutex_lock(&s->hot_mu);
+  int n = s->nhot;
+  dexa__buf_putc(b, '{');
+  for (int i = 0; i < n; i++) {
+    if (i) dexa__buf_putc(b, ',');
+    for (size_t j = 0; j < s->hot_len[i]; j++) {
+      unsigned char ch = (unsigned char)s->hot[i][j];
+      dexa__buf_putc(b, hex[ch >> 4]);
+      dexa__buf_putc(b, hex[ch & 15]);
+    }
+  }
+  dexa__buf_putc(b, '}');
+  dexa__buf_putc(b, '\0');
+  pthread_mutex_unlock(&s->hot_mu);
+  return b->oom ? 0 : n;
+}
+
+/* Takes the prefetch's rows; the hot keys it did not return do not exist. */
+static void prefetch_take(pg_conn *c, int64_t skey, const PGresult *r) {
+  pg_store *s = c->store;
+  for (int i = 0; i < PQntuples(r); i++) {
+    const char *v;
+    size_t vn;
+    if (dexa__pg_column_value(c, r, i, 1, &v, &vn) != DEXA_OK) continue;
+    txattr_set(c, skey, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), v, vn);
+  }
+  pthread_mutex_lock(&s->hot_mu);
+  for (int i = 0; i < s->nhot; i++)
+    if (!txattr_find(c, skey, s->hot[i], s->hot_len[i]))
+      txattr_set(c, skey, s->hot[i], s->hot_len[i], NULL, 0);
+  pthread_mutex_unlock(&s->hot_mu);
 }
 
 /* ---- sessions ----------------------------------------------------------------- */
@@ -81,10 +195,23 @@ static int read_row(pg_conn *c, const char *id, dexa__memo_row *row) {
   pg_params p = {0};
   dexa__pg_p_text(&p, id);
   int rc;
-  PGresult *r = dexa__pg_run(c, c->writing ? PG_SESSION_LOCK : PG_SESSION_GET, &p, &rc);
+  PGresult *r = NULL, *pre = NULL;
+  dexa__buf keys;
+  dexa__buf_init(&keys);
+  if (c->writing && c->pipe && hot_keys(c->store, &keys) > 0) {
+    pg_params q = {0};
+    dexa__pg_p_text(&q, id);
+    dexa__pg_p_bytes(&q, keys.data, keys.len - 1);
+    q.fmt[1] = 0; /* the array literal is text */
+    rc = dexa__pg_run2(c, PG_SESSION_LOCK, &p, PG_ATTR_PREFETCH, &q, &r, &pre);
+  } else {
+    r = dexa__pg_run(c, c->writing ? PG_SESSION_LOCK : PG_SESSION_GET, &p, &rc);
+  }
+  dexa__buf_free(&keys);
   if (!r) return rc;
   if (PQntuples(r) == 0) {
     PQclear(r);
+    if (pre) PQclear(pre);
     return DEXA_E_NOT_FOUND;
   }
   *row = (dexa__memo_row){strdup(id), strdup(PQgetvalue(r, 0, 0)), dexa__pg_int(r, 0, 6),
@@ -92,6 +219,10 @@ static int read_row(pg_conn *c, const char *id, dexa__memo_row *row) {
                           dexa__pg_int(r, 0, 3), dexa__pg_int(r, 0, 5),
                           dexa__pg_int(r, 0, 4), 0, dexa__pg_int(r, 0, 7)};
   PQclear(r);
+  if (pre) {
+    prefetch_take(c, row->skey, pre);
+    PQclear(pre);
+  }
   return DEXA_OK;
 }
 
@@ -283,14 +414,28 @@ int dexa__pg_attr_get(dexa__store_conn *base, const char *sid, const char *key, 
   pg_params p = {0};
   int rc = bind_session(c, &p, sid);
   if (rc != DEXA_OK) return rc;
+  int64_t skey = 0;
+  if (c->writing) {
+    skey = dexa__session_memo_find(&c->memo, sid)->skey;
+    pg_txattr *a = txattr_find(c, skey, key, klen);
+    if (a) {
+      if (!a->val) return DEXA_E_NOT_FOUND;
+      *val = a->val;
+      *vlen = a->vlen;
+      return DEXA_OK;
+    }
+    hot_learn(c->store, key, klen);
+  }
   dexa__pg_p_bytes(&p, key, klen);
   PGresult *r = dexa__pg_run(c, PG_ATTR_GET, &p, &rc);
   if (!r) return rc;
   if (PQntuples(r) == 0) {
     PQclear(r);
+    if (c->writing) txattr_set(c, skey, key, klen, NULL, 0);
     return DEXA_E_NOT_FOUND;
   }
-  rc = column_value(c, r, 0, 0, val, vlen);
+  rc = dexa__pg_column_value(c, r, 0, 0, val, vlen);
+  if (rc == DEXA_OK && c->writing) txattr_set(c, skey, key, klen, *val, *vlen);
   /* The value stays in the result until the next call on c. */
   if (c->held) PQclear(c->held);
   c->held = r;
@@ -308,6 +453,8 @@ int dexa__pg_attr_put(dexa__store_conn *base, const char *sid, const char *key, 
   rc = bind_value(c, &p, val, vlen);
   if (rc == DEXA_OK) rc = dexa__pg_exec(c, PG_ATTR_PUT, &p, NULL);
   if (rc == DEXA_OK) dexa__write_log_write(&c->log, sid, key, klen, val, vlen);
+  if (rc == DEXA_OK && c->writing)
+    txattr_set(c, dexa__session_memo_find(&c->memo, sid)->skey, key, klen, val, vlen);
   return rc;
 }
 
@@ -320,6 +467,8 @@ int dexa__pg_attr_delete(dexa__store_conn *base, const char *sid, const char *ke
   dexa__pg_p_bytes(&p, key, klen);
   rc = dexa__pg_exec(c, PG_ATTR_DELETE, &p, NULL);
   if (rc == DEXA_OK) dexa__write_log_write(&c->log, sid, key, klen, NULL, 0);
+  if (rc == DEXA_OK && c->writing)
+    txattr_set(c, dexa__session_memo_find(&c->memo, sid)->skey, key, klen, NULL, 0);
   return rc;
 }
 
@@ -350,7 +499,7 @@ int dexa__pg_attr_scan(dexa__store_conn *base, const char *sid, const char *pref
   for (int i = 0; i < PQntuples(r); i++) {
     const char *v;
     size_t vn;
-    rc = column_value(c, r, i, 1, &v, &vn);
+    rc = dexa__pg_column_value(c, r, i, 1, &v, &vn);
     if (rc != DEXA_OK) break;
     int vr = visit(ctx, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), v, vn);
     if (vr < 0) rc = vr;
@@ -403,7 +552,7 @@ int dexa__pg_chan_take(dexa__store_conn *base, const char *sid, const char *ch, 
   for (int i = 0; rc == DEXA_OK && i < PQntuples(r); i++) {
     const char *v;
     size_t vn;
-    rc = column_value(c, r, i, 1, &v, &vn);
+    rc = dexa__pg_column_value(c, r, i, 1, &v, &vn);
     if (rc == DEXA_OK) rc = visit(ctx, dexa__pg_int(r, i, 0), v, vn);
   }
   if (rc == DEXA_OK && PQntuples(r) > 0) rc = dexa__pg_touch(c, sid);
@@ -444,7 +593,7 @@ int dexa__pg_event_read(dexa__store_conn *base, const char *sid, int64_t after_s
   for (int i = 0; rc == DEXA_OK && i < PQntuples(r); i++) {
     const char *v;
     size_t vn;
-    rc = column_value(c, r, i, 1, &v, &vn);
+    rc = dexa__pg_column_value(c, r, i, 1, &v, &vn);
     if (rc == DEXA_OK) rc = visit(ctx, dexa__pg_int(r, i, 0), v, vn);
   }
   PQclear(r);

@@ -65,6 +65,15 @@ typedef enum pg_stmt_id {
   PG_EVENT_TRIM,
   PG_EVENT_READ,
   PG_NOTIFY,
+  /* store administration (pg_admin.c) */
+  PG_ADMIN_SESSION_DUMP,
+  PG_ADMIN_SESSION_RESTORE,
+  PG_ADMIN_CHAN_SCAN,
+  PG_ADMIN_ORPHAN_DATA,
+  PG_ADMIN_ORPHAN_STEPS,
+  PG_ADMIN_EVENTS_PAST,
+  PG_ADMIN_VALUES_PAGE,
+  PG_ATTR_PREFETCH,
   PG_COUNT
 } pg_stmt_id;
 
@@ -80,6 +89,19 @@ typedef struct pg_params {
 
 typedef struct pg_listener pg_listener;
 
+#define PG_HOT_KEYS 16
+#define PG_HOT_KEY_MAX 128
+
+/* An attribute as the open write transaction knows it (read with the
+ * session's lock, read before, or written by it). */
+typedef struct pg_txattr {
+  int64_t skey;
+  char *key;
+  size_t klen;
+  char *val; /* NULL when not found */
+  size_t vlen;
+} pg_txattr;
+
 typedef struct pg_store {
   dexa__store base;
   char *conninfo; /* as the caller gave it: never printed (it may hold a password) */
@@ -88,22 +110,42 @@ typedef struct pg_store {
   pthread_mutex_t wake_mu;
   dexa__store_wake_fn wake;
   void *wake_ctx;
+  int pipeline; /* write and read transactions in libpq's pipeline mode */
+  /* Attribute keys write transactions read (pg_data.c: fetched with the
+   * session's lock, in the same round trip). */
+  pthread_mutex_t hot_mu;
+  char *hot[PG_HOT_KEYS];
+  size_t hot_len[PG_HOT_KEYS];
+  int nhot;
 } pg_store;
+
+#define PG_MAX_SAVEPOINTS 16
 
 typedef struct pg_conn {
   dexa__store_conn base; /* first: the store code casts between them */
   pg_store *store;
   PGconn *db;
-  unsigned char prepared[PG_COUNT];
   PGresult *held; /* keeps attr_get's borrowed value */
   int in_tx;      /* inside begin_write/begin_read ... commit/rollback */
   int writing;
   int lost;       /* the connection broke inside the open transaction */
+  /* Pipelining (pg_conn.c): statements sent and results read in this
+   * transaction (their sequence numbers), queued results, the first
+   * failure found among them, where each open savepoint starts. */
+  int pipe;
+  int64_t nsent, nread, npending;
+  int failed_rc;
+  int64_t failed_seq;
+  int64_t sp_seq[PG_MAX_SAVEPOINTS];
+  int sp_depth, sp_used;
+  int strict_next; /* the next transaction defers nothing */
   int64_t retry_at_ms, backoff_ms; /* reconnecting: not before retry_at */
   char *buf;      /* an unpacked value */
   size_t cap;
   char *packbuf;  /* the packed form of the value being written */
   size_t packcap;
+  pg_txattr *txa; /* the transaction's attributes (pg_data.c) */
+  size_t ntxa, txa_cap;
   char **touched; /* sessions this transaction changed, for NOTIFY */
   size_t ntouched, touched_cap;
   dexa__write_log log;
@@ -122,6 +164,12 @@ int dexa__pg_err(pg_conn *c, const PGresult *res);
 /* Runs statement id with p; returns the result (PGRES_TUPLES_OK or
  * PGRES_COMMAND_OK, the caller PQclears it) or NULL with *rc set. */
 PGresult *dexa__pg_run(pg_conn *c, pg_stmt_id id, const pg_params *p, int *rc);
+/* Runs two statements in one round trip (pipeline mode; else one after the
+ * other); both results or neither (*r1, *r2 NULL, the error returned). */
+int dexa__pg_run2(pg_conn *c, pg_stmt_id id1, const pg_params *p1, pg_stmt_id id2,
+                  const pg_params *p2, PGresult **r1, PGresult **r2);
+/* Forgets the transaction's attributes (pg_data.c). */
+void dexa__pg_txattr_clear(pg_conn *c);
 /* Runs a statement that returns no row; *changed (may be NULL) gets the
  * number of rows it changed. */
 int dexa__pg_exec(pg_conn *c, pg_stmt_id id, const pg_params *p, int64_t *changed);
@@ -181,6 +229,19 @@ int dexa__pg_event_append(dexa__store_conn *c, const char *sid, int64_t seq, con
 int dexa__pg_event_trim(dexa__store_conn *c, const char *sid, int64_t upto_seq);
 int dexa__pg_event_read(dexa__store_conn *c, const char *sid, int64_t after_seq, int32_t limit,
                         dexa__value_visit_fn visit, void *ctx);
+
+/* A session-data column as the JSON it stands for, NUL-terminated:
+ * libpq's own copy, or a packed value unpacked into c's buffer (valid
+ * until the next read on c). DEXA_E_CORRUPT for a damaged packed value. */
+int dexa__pg_column_value(pg_conn *c, const PGresult *r, int row, int col, const char **v,
+                          size_t *n);
+
+/* ---- pg_admin.c: dexa_store_check, dexa_store_vacuum, dexa_store_copy ------- */
+int dexa__pg_session_dump(dexa__store_conn *c, const char *id, dexa__session_dump *out);
+int dexa__pg_session_restore(dexa__store_conn *c, const dexa__session_dump *d);
+int dexa__pg_chan_scan(dexa__store_conn *c, const char *sid, dexa__chan_visit_fn visit, void *ctx);
+int dexa__pg_integrity_check(dexa__store_conn *c, dexa__problem_fn report, void *ctx);
+int dexa__pg_vacuum(dexa__store *s, int64_t *bytes_before, int64_t *bytes_after);
 
 /* ---- pg_steps.c ------------------------------------------------------------- */
 int dexa__pg_step_insert(dexa__store_conn *c, const dexa__step_row *row);

@@ -100,7 +100,13 @@ static int wait_input(pg_listener *l, int fd, int ms) {
 
 static PGconn *listen_connect(pg_listener *l) {
   PGconn *db = NULL;
-  if (dexa__pg_connect(l->store->conninfo, &db, NULL, 0) != DEXA_OK) return NULL;
+  char why[512] = "";
+  if (dexa__pg_connect(l->store->conninfo, &db, why, sizeof why) != DEXA_OK) {
+    dexa__store_log(&l->store->base, DEXA_LOG_WARNING, "pg-listen",
+                    "PostgreSQL: the listener for other processes' commits cannot connect: %s;"
+                    " waiters poll until it is back", why);
+    return NULL;
+  }
   PGresult *r = PQexec(db, "LISTEN " DEXA__PG_CHANNEL);
   int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
   PQclear(r);
@@ -131,6 +137,9 @@ static void *listener_main(void *arg) {
     }
     if (wait_input(l, PQsocket(db), 1000)) break;
     if (!PQconsumeInput(db) || PQstatus(db) != CONNECTION_OK) {
+      dexa__store_log(&l->store->base, DEXA_LOG_WARNING, "pg-listen-lost",
+                      "PostgreSQL: the listener's connection is lost: %s; connecting again",
+                      PQerrorMessage(db));
       PQfinish(db);
       db = NULL;
       backoff = BACKOFF_MIN_MS;

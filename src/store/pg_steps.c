@@ -10,7 +10,7 @@
 #include "dexagents/errors.h"
 #include "store/pg_internal.h"
 
-/* The 17 columns in the order of STEP_COLS (pg_conn.c). */
+/* The 18 columns in the order of STEP_COLS (pg_conn.c). */
 static void bind_row(pg_params *p, const dexa__step_row *r) {
   dexa__pg_p_text(p, r->session_id);
   dexa__pg_p_text(p, r->exec_id);
@@ -32,6 +32,7 @@ static void bind_row(pg_params *p, const dexa__step_row *r) {
   dexa__pg_p_text(p, r->lease_owner);
   dexa__pg_p_int(p, r->lease_until);
   dexa__pg_p_int(p, r->started_ms);
+  dexa__pg_p_int(p, r->lost_workers);
 }
 
 static int read_row(const PGresult *res, int i, dexa__step_row *r) {
@@ -53,6 +54,7 @@ static int read_row(const PGresult *res, int i, dexa__step_row *r) {
   if (!rc) rc = dexa__pg_dup(res, i, 14, &r->lease_owner, NULL);
   r->lease_until = dexa__pg_int(res, i, 15);
   r->started_ms = dexa__pg_int(res, i, 16);
+  r->lost_workers = (int32_t)dexa__pg_int(res, i, 17);
   if (!rc && (!r->session_id || !r->exec_id || !r->step_type)) rc = DEXA_E_CORRUPT;
   if (rc != DEXA_OK) dexa__step_row_free(r);
   return rc;

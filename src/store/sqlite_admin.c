@@ -20,7 +20,11 @@ int dexa__sq_session_dump(dexa__store_conn *base, const char *id, dexa__session_
   int rc = prepare(c, "SELECT flow_type, created_ms, status, event_seq, step_ord, settings,"
                       " active_ms FROM sessions WHERE session_id = ?1", &st);
   if (rc != DEXA_OK) return rc;
-  dexa__sq_text(st, 1, id, strlen(id));
+  BIND(rc, dexa__sq_text(st, 1, id, strlen(id)));
+  if (rc != DEXA_OK) {
+    sqlite3_finalize(st);
+    return rc;
+  }
   int r = sqlite3_step(st);
   if (r == SQLITE_ROW) {
     size_t unused;
@@ -33,7 +37,7 @@ int dexa__sq_session_dump(dexa__store_conn *base, const char *id, dexa__session_
     out->row.active_ms = sqlite3_column_int64(st, 6);
     if (rc == DEXA_OK) rc = dexa__sq_col_dup(st, 5, &out->settings, &out->settings_len);
   } else {
-    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r);
+    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_st_err(st, r);
   }
   sqlite3_finalize(st);
   if (rc != DEXA_OK) dexa__session_dump_free(out);
@@ -51,13 +55,15 @@ int dexa__sq_session_restore(dexa__store_conn *base, const dexa__session_dump *d
     rc = prepare(c, "UPDATE sessions SET status = ?2, event_seq = ?3, step_ord = ?4,"
                     " active_ms = ?5 WHERE session_id = ?1", &st);
   if (rc == DEXA_OK) {
-    dexa__sq_text(st, 1, d->row.session_id, strlen(d->row.session_id));
-    sqlite3_bind_int(st, 2, d->row.status);
-    sqlite3_bind_int64(st, 3, d->row.event_seq);
-    sqlite3_bind_int64(st, 4, d->step_ord);
-    sqlite3_bind_int64(st, 5, d->row.active_ms);
-    int r = sqlite3_step(st);
-    rc = r == SQLITE_DONE ? DEXA_OK : dexa__sq_err(r);
+    BIND(rc, dexa__sq_text(st, 1, d->row.session_id, strlen(d->row.session_id)));
+    BIND(rc, dexa__sq_int(st, 2, d->row.status));
+    BIND(rc, dexa__sq_int64(st, 3, d->row.event_seq));
+    BIND(rc, dexa__sq_int64(st, 4, d->step_ord));
+    BIND(rc, dexa__sq_int64(st, 5, d->row.active_ms));
+    if (rc == DEXA_OK) {
+      int r = sqlite3_step(st);
+      rc = r == SQLITE_DONE ? DEXA_OK : dexa__sq_st_err(st, r);
+    }
   }
   sqlite3_finalize(st);
   return rc;
@@ -71,7 +77,7 @@ int dexa__sq_chan_scan(dexa__store_conn *base, const char *sid, dexa__chan_visit
                       " (SELECT skey FROM sessions WHERE session_id = ?1) AND kind = 1"
                       " ORDER BY key, seq", &st);
   if (rc != DEXA_OK) return rc;
-  dexa__sq_text(st, 1, sid, strlen(sid));
+  BIND(rc, dexa__sq_text(st, 1, sid, strlen(sid)));
   int r = SQLITE_DONE;
   while (rc == DEXA_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
     const char *ch = sqlite3_column_blob(st, 0), *v;
@@ -80,7 +86,7 @@ int dexa__sq_chan_scan(dexa__store_conn *base, const char *sid, dexa__chan_visit
     rc = dexa__sq_column_value(st, 2, &c->rowbuf, &c->rowcap, &v, &vn);
     if (rc == DEXA_OK) rc = visit(ctx, ch ? ch : "", chlen, sqlite3_column_int64(st, 1), v, vn);
   }
-  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_st_err(st, r);
   sqlite3_finalize(st);
   return rc;
 }
@@ -98,7 +104,7 @@ int dexa__sq_integrity_check(dexa__store_conn *base, dexa__problem_fn report, vo
       report(ctx, msg);
     }
   }
-  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_st_err(st, r);
   sqlite3_finalize(st);
   return rc;
 }

@@ -60,11 +60,11 @@ static int column_value(sqlite3_stmt *st, int col, int copy, char **buf, size_t 
 int dexa__sq_session_insert(dexa__store_conn *c, const char *id, const char *flow_type,
                             int64_t created_ms, const char *settings, size_t settings_len) {
   STMT(st, c, SQ_SESSION_INSERT);
-  dexa__sq_text(st, 1, id, slen(id));
-  dexa__sq_text(st, 2, flow_type, slen(flow_type));
-  sqlite3_bind_int64(st, 3, created_ms);
-  dexa__sq_text(st, 4, settings, settings_len);
-  rc = dexa__sq_exec(st);
+  BIND(rc, dexa__sq_text(st, 1, id, slen(id)));
+  BIND(rc, dexa__sq_text(st, 2, flow_type, slen(flow_type)));
+  BIND(rc, dexa__sq_int64(st, 3, created_ms));
+  BIND(rc, dexa__sq_text(st, 4, settings, settings_len));
+  if (rc == DEXA_OK) rc = dexa__sq_exec(st);
   if (rc == DEXA_OK && sqlite3_changes(((sq_conn *)c)->db) == 0) rc = DEXA_E_ALREADY_EXISTS;
   return rc;
 }
@@ -85,7 +85,8 @@ static int memo_row(sq_conn *c, const char *id, dexa__memo_row **out) {
   *out = dexa__session_memo_find(&c->memo, id);
   if (*out) return (*out)->skey < 0 ? DEXA_E_NOT_FOUND : DEXA_OK; /* purged */
   STMT(st, c, SQ_SESSION_GET);
-  dexa__sq_text(st, 1, id, slen(id));
+  BIND(rc, dexa__sq_text(st, 1, id, slen(id)));
+  if (rc != DEXA_OK) return rc;
   int r = sqlite3_step(st);
   if (r == SQLITE_ROW) {
     const char *flow = (const char *)sqlite3_column_text(st, 0);
@@ -100,7 +101,7 @@ static int memo_row(sq_conn *c, const char *id, dexa__memo_row **out) {
       rc = DEXA_E_NOMEM;
     }
   } else {
-    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r);
+    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_st_err(st, r);
   }
   sqlite3_reset(st);
   return rc;
@@ -113,11 +114,11 @@ int dexa__sq_session_write_counters(sq_conn *c) {
     /* Undo-logged: a savepoint rolled back after this write undoes it. */
     if (dexa__session_memo_will_change(&c->memo, row) != 0) return DEXA_E_NOMEM;
     STMT(st, c, SQ_SESSION_SET_COUNTERS);
-    dexa__sq_text(st, 1, row->session_id, slen(row->session_id));
-    sqlite3_bind_int64(st, 2, row->event_seq);
-    sqlite3_bind_int64(st, 3, row->step_ord);
-    sqlite3_bind_int64(st, 4, row->data_ver);
-    rc = dexa__sq_exec(st);
+    BIND(rc, dexa__sq_text(st, 1, row->session_id, slen(row->session_id)));
+    BIND(rc, dexa__sq_int64(st, 2, row->event_seq));
+    BIND(rc, dexa__sq_int64(st, 3, row->step_ord));
+    BIND(rc, dexa__sq_int64(st, 4, row->data_ver));
+    if (rc == DEXA_OK) rc = dexa__sq_exec(st);
     if (rc != DEXA_OK) return rc;
     row->dirty = 0;
   }
@@ -138,11 +139,11 @@ static int settle(sq_conn *c, int rc) {
  * lookup of the skey (sqlite.c: SKEY). */
 static int bind_session(dexa__store_conn *c, sqlite3_stmt *st, const char *sid) {
   sq_conn *sc = (sq_conn *)c;
-  dexa__sq_text(st, 1, sid, slen(sid));
-  if (!sc->writing) return DEXA_OK;
+  int rc = dexa__sq_text(st, 1, sid, slen(sid));
+  if (rc != DEXA_OK || !sc->writing) return rc;
   dexa__memo_row *row;
-  int rc = memo_row(sc, sid, &row);
-  if (rc == DEXA_OK) sqlite3_bind_int64(st, DEXA__SQ_SKEY_PARAM, row->skey);
+  rc = memo_row(sc, sid, &row);
+  if (rc == DEXA_OK) BIND(rc, dexa__sq_int64(st, DEXA__SQ_SKEY_PARAM, row->skey));
   /* No such session: the statement finds no skey either. */
   return rc == DEXA_E_NOT_FOUND ? DEXA_OK : rc;
 }
@@ -171,9 +172,9 @@ int dexa__sq_session_set_status(dexa__store_conn *c, const char *id, int32_t sta
   dexa__memo_row *row = dexa__session_memo_find(&sc->memo, id);
   if (row && dexa__session_memo_will_change(&sc->memo, row) != 0) return DEXA_E_NOMEM;
   STMT(st, c, SQ_SESSION_STATUS);
-  dexa__sq_text(st, 1, id, slen(id));
-  sqlite3_bind_int(st, 2, status);
-  rc = dexa__sq_exec(st);
+  BIND(rc, dexa__sq_text(st, 1, id, slen(id)));
+  BIND(rc, dexa__sq_int(st, 2, status));
+  if (rc == DEXA_OK) rc = dexa__sq_exec(st);
   if (rc == DEXA_OK && row) row->status = status;
   return rc;
 }
@@ -211,10 +212,11 @@ int dexa__sq_session_data_version(dexa__store_conn *c, const char *id, int64_t *
     return rc;
   }
   STMT(st, c, SQ_SESSION_DATA_VER);
-  dexa__sq_text(st, 1, id, slen(id));
+  BIND(rc, dexa__sq_text(st, 1, id, slen(id)));
+  if (rc != DEXA_OK) return rc;
   int r = sqlite3_step(st);
   if (r == SQLITE_ROW) *ver = sqlite3_column_int64(st, 0);
-  rc = r == SQLITE_ROW ? DEXA_OK : (r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r));
+  rc = r == SQLITE_ROW ? DEXA_OK : (r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_st_err(st, r));
   sqlite3_reset(st);
   return rc;
 }
@@ -236,10 +238,10 @@ int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *be
   int written = dexa__sq_session_write_counters((sq_conn *)c);
   if (written != DEXA_OK) return written;
   STMT(st, c, before_id ? SQ_SESSION_LIST_AFTER : SQ_SESSION_LIST_FIRST);
-  sqlite3_bind_int(st, 1, limit);
+  BIND(rc, dexa__sq_int(st, 1, limit));
   if (before_id) {
-    sqlite3_bind_int64(st, 2, before_ms);
-    dexa__sq_text(st, 3, before_id, slen(before_id));
+    BIND(rc, dexa__sq_int64(st, 2, before_ms));
+    BIND(rc, dexa__sq_text(st, 3, before_id, slen(before_id)));
   }
   int r = SQLITE_DONE;
   while (rc == DEXA_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
@@ -250,7 +252,7 @@ int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *be
     if (rc == DEXA_OK) rc = visit(ctx, &row);
     dexa__session_row_free(&row);
   }
-  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_st_err(st, r);
   sqlite3_reset(st);
   return rc;
 }
@@ -261,14 +263,15 @@ int dexa__sq_attr_get(dexa__store_conn *c, const char *sid, const char *key, siz
   STMT(st, c, SQ_ATTR_GET);
   rc = bind_session(c, st, sid);
   if (rc != DEXA_OK) return rc;
-  dexa__sq_blob(st, 2, key, klen);
+  BIND(rc, dexa__sq_blob(st, 2, key, klen));
+  if (rc != DEXA_OK) return rc;
   int r = sqlite3_step(st);
   if (r == SQLITE_ROW) {
     /* Copied out so the statement can be reset at once: an open statement
      * would keep a read snapshot and pin the WAL. */
     rc = column_value(st, 0, 1, &sc->valbuf, &sc->valcap, val, vlen);
   } else {
-    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_err(r);
+    rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_st_err(st, r);
   }
   sqlite3_reset(st);
   return rc;
@@ -282,7 +285,7 @@ int dexa__sq_attr_put(dexa__store_conn *c, const char *sid, const char *key, siz
   sqlite3_stmt *st = dexa__sq_stmt(sc, SQ_ATTR_PUT, &rc);
   if (!st) return rc;
   rc = bind_session(c, st, sid);
-  dexa__sq_blob(st, 2, key, klen);
+  BIND(rc, dexa__sq_blob(st, 2, key, klen));
   if (rc == DEXA_OK) rc = bind_value(sc, st, 3, val, vlen);
   if (rc == DEXA_OK) rc = dexa__sq_exec(st);
   if (rc == DEXA_OK) dexa__write_log_write(&sc->log, sid, key, klen, val, vlen);
@@ -296,7 +299,7 @@ int dexa__sq_attr_delete(dexa__store_conn *c, const char *sid, const char *key, 
   sqlite3_stmt *st = dexa__sq_stmt(sc, SQ_ATTR_DELETE, &rc);
   if (!st) return rc;
   rc = bind_session(c, st, sid);
-  dexa__sq_blob(st, 2, key, klen);
+  BIND(rc, dexa__sq_blob(st, 2, key, klen));
   if (rc == DEXA_OK) rc = dexa__sq_exec(st);
   if (rc == DEXA_OK) dexa__write_log_write(&sc->log, sid, key, klen, NULL, 0);
   return rc;
@@ -324,8 +327,9 @@ int dexa__sq_attr_scan(dexa__store_conn *c, const char *sid, const char *prefix,
   if (!st) goto cleanup;
   rc = bind_session(c, st, sid);
   if (rc != DEXA_OK) goto cleanup;
-  dexa__sq_blob(st, 2, prefix, plen);
-  if (ulen) dexa__sq_blob(st, 3, upper, ulen);
+  BIND(rc, dexa__sq_blob(st, 2, prefix, plen));
+  if (ulen) BIND(rc, dexa__sq_blob(st, 3, upper, ulen));
+  if (rc != DEXA_OK) goto cleanup;
   int r = SQLITE_DONE;
   while ((r = sqlite3_step(st)) == SQLITE_ROW) {
     const char *k = (const char *)sqlite3_column_blob(st, 0);
@@ -338,7 +342,7 @@ int dexa__sq_attr_scan(dexa__store_conn *c, const char *sid, const char *prefix,
     if (vr < 0) rc = vr;
     if (vr != 0) break;
   }
-  if (rc == DEXA_OK && r != SQLITE_DONE && r != SQLITE_ROW) rc = dexa__sq_err(r);
+  if (rc == DEXA_OK && r != SQLITE_DONE && r != SQLITE_ROW) rc = dexa__sq_st_err(st, r);
   sqlite3_reset(st);
 cleanup:
   free(upper);
@@ -349,7 +353,7 @@ int dexa__sq_chan_push(dexa__store_conn *c, const char *sid, const char *ch, siz
                        const char *val, size_t vlen) {
   STMT(st, c, SQ_CHAN_PUSH);
   rc = bind_session(c, st, sid);
-  dexa__sq_blob(st, 2, ch, chlen);
+  BIND(rc, dexa__sq_blob(st, 2, ch, chlen));
   if (rc == DEXA_OK) rc = bind_value((sq_conn *)c, st, 3, val ? val : "null", val ? vlen : 4);
   return rc == DEXA_OK ? dexa__sq_exec(st) : rc;
 }
@@ -359,10 +363,11 @@ int dexa__sq_chan_count(dexa__store_conn *c, const char *sid, const char *ch, si
   STMT(st, c, SQ_CHAN_COUNT);
   rc = bind_session(c, st, sid);
   if (rc != DEXA_OK) return rc;
-  dexa__sq_blob(st, 2, ch, chlen);
+  BIND(rc, dexa__sq_blob(st, 2, ch, chlen));
+  if (rc != DEXA_OK) return rc;
   int r = sqlite3_step(st);
   *n = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  rc = r == SQLITE_ROW ? DEXA_OK : dexa__sq_err(r);
+  rc = r == SQLITE_ROW ? DEXA_OK : dexa__sq_st_err(st, r);
   sqlite3_reset(st);
   return rc;
 }
@@ -374,8 +379,8 @@ int dexa__sq_chan_take(dexa__store_conn *c, const char *sid, const char *ch, siz
   {
     STMT(st, c, SQ_CHAN_PEEK);
     rc = bind_session(c, st, sid);
-    dexa__sq_blob(st, 2, ch, chlen);
-    sqlite3_bind_int64(st, 3, n);
+    BIND(rc, dexa__sq_blob(st, 2, ch, chlen));
+    BIND(rc, dexa__sq_int64(st, 3, n));
     int r = SQLITE_DONE;
     while (rc == DEXA_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
       last = sqlite3_column_int64(st, 0);
@@ -384,14 +389,14 @@ int dexa__sq_chan_take(dexa__store_conn *c, const char *sid, const char *ch, siz
       rc = column_value(st, 1, 0, &sc->rowbuf, &sc->rowcap, &v, &vn);
       if (rc == DEXA_OK) rc = visit(ctx, last, v, vn);
     }
-    if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+    if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_st_err(st, r);
     sqlite3_reset(st);
     if (rc != DEXA_OK || last < 0) return rc;
   }
   STMT(del, c, SQ_CHAN_DELETE_UPTO);
   rc = bind_session(c, del, sid);
-  dexa__sq_blob(del, 2, ch, chlen);
-  sqlite3_bind_int64(del, 3, last);
+  BIND(rc, dexa__sq_blob(del, 2, ch, chlen));
+  BIND(rc, dexa__sq_int64(del, 3, last));
   return rc == DEXA_OK ? dexa__sq_exec(del) : rc;
 }
 
@@ -399,7 +404,7 @@ int dexa__sq_event_append(dexa__store_conn *c, const char *sid, int64_t seq, con
                           size_t len) {
   STMT(st, c, SQ_EVENT_APPEND);
   rc = bind_session(c, st, sid);
-  sqlite3_bind_int64(st, 2, seq);
+  BIND(rc, dexa__sq_int64(st, 2, seq));
   if (rc == DEXA_OK) rc = bind_value((sq_conn *)c, st, 3, json, len);
   return rc == DEXA_OK ? dexa__sq_exec(st) : rc;
 }
@@ -407,7 +412,7 @@ int dexa__sq_event_append(dexa__store_conn *c, const char *sid, int64_t seq, con
 int dexa__sq_event_trim(dexa__store_conn *c, const char *sid, int64_t upto_seq) {
   STMT(st, c, SQ_EVENT_TRIM);
   rc = bind_session(c, st, sid);
-  sqlite3_bind_int64(st, 2, upto_seq);
+  BIND(rc, dexa__sq_int64(st, 2, upto_seq));
   return rc == DEXA_OK ? dexa__sq_exec(st) : rc;
 }
 
@@ -416,8 +421,8 @@ int dexa__sq_event_read(dexa__store_conn *c, const char *sid, int64_t after_seq,
   sq_conn *sc = (sq_conn *)c;
   STMT(st, c, SQ_EVENT_READ);
   rc = bind_session(c, st, sid);
-  sqlite3_bind_int64(st, 2, after_seq);
-  sqlite3_bind_int(st, 3, limit);
+  BIND(rc, dexa__sq_int64(st, 2, after_seq));
+  BIND(rc, dexa__sq_int(st, 3, limit));
   int r = SQLITE_DONE;
   while (rc == DEXA_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
     const char *v;
@@ -425,7 +430,7 @@ int dexa__sq_event_read(dexa__store_conn *c, const char *sid, int64_t after_seq,
     rc = column_value(st, 1, 0, &sc->rowbuf, &sc->rowcap, &v, &vn);
     if (rc == DEXA_OK) rc = visit(ctx, sqlite3_column_int64(st, 0), v, vn);
   }
-  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_st_err(st, r);
   sqlite3_reset(st);
   return rc;
 }

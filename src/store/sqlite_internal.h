@@ -85,6 +85,14 @@ typedef struct sq_checkpointer sq_checkpointer;
 struct sq_store {
   dexa__store base;
   char *path;
+  char *wal_path; /* path + "-wal", the file sq_sync makes durable */
+  /* Opened for reading only (the file or its directory cannot be
+   * written): connections open ro_uri, writes fail naming ro_why. */
+  int read_only;
+  char *ro_uri;
+  char ro_why[300];
+  char full_path[4096]; /* as SQLite names the file, to find the store by */
+  sq_store *reg_next;   /* the registry of open stores (sqlite.c) */
   int temporary; /* remove the files at close */
   sq_checkpointer *checkpointer;
   /* sync: a descriptor of the WAL file, reopened if the file was replaced */
@@ -94,12 +102,25 @@ struct sq_store {
 
 extern const dexa__store_ops dexa__sqlite_ops;
 
+/* BIND(rc, bind): runs the bind only while rc is DEXA_OK and keeps its
+ * result, so a statement's binds are all checked by one test of rc before
+ * it runs (a failed bind would run it with a parameter left NULL). */
+#define BIND(rc, bind)                                                                 \
+  do {                                                                                 \
+    if ((rc) == DEXA_OK) (rc) = (bind);                                                \
+  } while (0)
+/* Integer and NULL binds as DEXA_* codes (SQLITE_RANGE: a bug). */
+int dexa__sq_int64(sqlite3_stmt *st, int i, int64_t v);
+int dexa__sq_int(sqlite3_stmt *st, int i, int v);
+int dexa__sq_null(sqlite3_stmt *st, int i);
 /* The cached statement id of c, prepared on first use and reset; NULL on
  * error (*rc set). */
 sqlite3_stmt *dexa__sq_stmt(sq_conn *c, sq_stmt_id id, int *rc);
 /* Creates the schema of a new file or upgrades an older one, in one write
  * transaction (sqlite_schema.c). DEXA_E_BUSY: try again. */
 int dexa__sq_schema_ensure(sqlite3 *db, char *errmsg, size_t n);
+/* A read-only store's check: its schema is this library's version. */
+int dexa__sq_schema_check(sqlite3 *db, char *errmsg, size_t n);
 /* Checkpoints the WAL on a thread of the store instead of inside commits:
  * new/free own the thread, the hook goes on every connection. */
 int dexa__sq_checkpointer_new(sq_checkpointer **out);
@@ -109,6 +130,11 @@ void dexa__sq_checkpoint_hook(sq_store *s, sqlite3 *db);
 void dexa__sq_keep_wal(sqlite3 *db);
 /* Maps a SQLite result code to DEXA_OK / DEXA_E_*. */
 int dexa__sq_err(int rc);
+/* dexa__sq_err for a failure on db (or st's), which also notes its cause
+ * (disk full, read-only, permission denied, with the path) on the store of
+ * that file (dexa__store_note). */
+int dexa__sq_db_err(sqlite3 *db, int rc);
+int dexa__sq_st_err(sqlite3_stmt *st, int rc);
 /* Steps a statement that returns no row; resets it. */
 int dexa__sq_exec(sqlite3_stmt *st);
 /* Binds text (a NULL pointer binds SQL NULL). */

@@ -30,12 +30,12 @@
 #include "dexagents/errors.h"
 #include "store/sqlite_internal.h"
 
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 
-/* sessions.active_ms (version 4): the time of the session's last activity
+/* sessions.active_ms (version 5): the time of the session's last activity
  * (a running session) or of its end (a closed one); sessions_active finds
  * the idle and the expired ones for the lifetime sweep (runtime/sweep.c). */
-static const char create_v4[] =
+static const char create_v5[] =
     "CREATE TABLE IF NOT EXISTS sessions(session_id TEXT NOT NULL PRIMARY KEY,"
     " flow_type TEXT NOT NULL, created_ms INTEGER NOT NULL, status INTEGER NOT NULL,"
     " event_seq INTEGER NOT NULL, step_ord INTEGER NOT NULL, settings TEXT,"
@@ -52,7 +52,8 @@ static const char create_v4[] =
     " method INTEGER NOT NULL, attempt INTEGER NOT NULL, cancelled INTEGER NOT NULL,"
     " input TEXT, options TEXT, wait TEXT, conditions TEXT, recovery_error TEXT,"
     " due_ms INTEGER, lease_owner TEXT, lease_until INTEGER NOT NULL,"
-    " started_ms INTEGER NOT NULL, PRIMARY KEY(session_id, exec_id)) WITHOUT ROWID;"
+    " started_ms INTEGER NOT NULL, lost_workers INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY(session_id, exec_id)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS steps_due ON steps(due_ms) WHERE due_ms IS NOT NULL;";
 
 /* Version 1 sessions get their skey (in creation order) before the newer
@@ -71,10 +72,16 @@ static const char migrate_v1_sessions[] =
 static const char migrate_v2_sessions[] =
     "ALTER TABLE sessions ADD COLUMN data_ver INTEGER NOT NULL DEFAULT 0;";
 
-/* Version 4 adds the time of each session's last activity: a session of an
+/* Version 4 counts the lost workers of each Step execution apart from its
+ * failed attempts (steps.lost_workers; runtime/failures.c). Rows of older
+ * files start at 0. */
+static const char migrate_v3_steps[] =
+    "ALTER TABLE steps ADD COLUMN lost_workers INTEGER NOT NULL DEFAULT 0;";
+
+/* Version 5 adds the time of each session's last activity: a session of an
  * older file counts as active when the file is upgraded, so no session
  * ends at once for having been idle before its store knew lifetimes. */
-static const char migrate_v3_sessions[] =
+static const char migrate_v4_sessions[] =
     "ALTER TABLE sessions ADD COLUMN active_ms INTEGER NOT NULL DEFAULT 0;"
     "UPDATE sessions SET active_ms = CAST(strftime('%s', 'now') AS INTEGER) * 1000;";
 
@@ -114,6 +121,16 @@ static int exec(sqlite3 *db, const char *sql, char *errmsg, size_t n) {
   return r == SQLITE_OK ? DEXA_OK : dexa__sq_err(r);
 }
 
+static int has_lost_workers(sqlite3 *db) {
+  sqlite3_stmt *st = NULL;
+  int has = 0;
+  if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('steps') WHERE name = 'lost_workers'",
+                         -1, &st, NULL) == SQLITE_OK)
+    has = sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  return has;
+}
+
 /* Brings the open write transaction's file to SCHEMA_VERSION. */
 static int upgrade(sqlite3 *db, int version, char *errmsg, size_t n) {
   if (version > SCHEMA_VERSION) {
@@ -129,8 +146,10 @@ static int upgrade(sqlite3 *db, int version, char *errmsg, size_t n) {
                 errmsg, n);
   if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1_sessions, errmsg, n);
   if (rc == DEXA_OK && (version == 1 || version == 2)) rc = exec(db, migrate_v2_sessions, errmsg, n);
-  if (rc == DEXA_OK && version >= 1 && version <= 3) rc = exec(db, migrate_v3_sessions, errmsg, n);
-  if (rc == DEXA_OK) rc = exec(db, create_v4, errmsg, n);
+  if (rc == DEXA_OK && version >= 1 && version <= 4) rc = exec(db, migrate_v4_sessions, errmsg, n);
+  if (rc == DEXA_OK) rc = exec(db, create_v5, errmsg, n);
+  /* An older steps table (CREATE IF NOT EXISTS left it) lacks the column. */
+  if (rc == DEXA_OK && version >= 1 && !has_lost_workers(db)) rc = exec(db, migrate_v3_steps, errmsg, n);
   if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1_data, errmsg, n);
   if (rc != DEXA_OK) return rc == DEXA_E_ALREADY_EXISTS ? DEXA_E_CORRUPT : rc;
   char sql[128];
@@ -139,6 +158,22 @@ static int upgrade(sqlite3 *db, int version, char *errmsg, size_t n) {
            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
            SCHEMA_VERSION);
   return exec(db, sql, errmsg, n);
+}
+
+int dexa__sq_schema_check(sqlite3 *db, char *errmsg, size_t n) {
+  int version = 0;
+  int rc = read_version(db, &version);
+  if (rc != DEXA_OK) {
+    if (errmsg) snprintf(errmsg, n, "%s", sqlite3_errmsg(db));
+    return rc;
+  }
+  if (version == SCHEMA_VERSION) return DEXA_OK;
+  if (errmsg)
+    snprintf(errmsg, n,
+             version ? "schema version %d, and this library's (%d) cannot be written to it"
+                     : "not a store (no schema)%.0d%.0d",
+             version, SCHEMA_VERSION);
+  return version > SCHEMA_VERSION ? DEXA_E_UNSUPPORTED : version ? DEXA_E_IO : DEXA_E_CORRUPT;
 }
 
 int dexa__sq_schema_ensure(sqlite3 *db, char *errmsg, size_t n) {

@@ -1,27 +1,71 @@
 /* Store selection by URI and the row helpers every backend shares. */
 #include "store/store.h"
 
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#include <libpq-fe.h>
-
 #include "dexagents/errors.h"
+
+/* Guards every store's cause: errors are rare, one lock is enough. */
+static pthread_mutex_t cause_mu = PTHREAD_MUTEX_INITIALIZER;
+/* A cause older than this is not given for a new error of the same code. */
+#define CAUSE_FRESH_MS 60000
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void dexa__store_note(dexa__store *s, int rc, const char *fmt, ...) {
+  if (!s) return;
+  va_list ap;
+  va_start(ap, fmt);
+  pthread_mutex_lock(&cause_mu);
+  vsnprintf(s->cause, sizeof s->cause, fmt, ap);
+  s->cause_rc = rc;
+  s->cause_ms = mono_ms();
+  pthread_mutex_unlock(&cause_mu);
+  va_end(ap);
+}
+
+void dexa__store_note_clear(dexa__store *s) {
+  pthread_mutex_lock(&cause_mu);
+  s->cause_rc = 0;
+  pthread_mutex_unlock(&cause_mu);
+}
+
+int dexa__store_cause(dexa__store *s, int rc, char *buf, size_t n) {
+  int found = 0;
+  pthread_mutex_lock(&cause_mu);
+  if (s->cause_rc != 0 && s->cause_rc == rc && mono_ms() - s->cause_ms < CAUSE_FRESH_MS) {
+    snprintf(buf, n, "%s", s->cause);
+    found = 1;
+  }
+  pthread_mutex_unlock(&cause_mu);
+  return found ? DEXA_OK : DEXA_E_NOT_FOUND;
+}
+
+void dexa__store_log(dexa__store *s, int32_t level, const char *kind, const char *fmt, ...) {
+  if (!s || !s->log) return;
+  char msg[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  s->log(s->log_ctx, level, kind, msg);
+}
 
 int dexa__store_is_pg(const char *uri) {
   if (!uri) return 0;
   if (strncmp(uri, "postgresql://", 13) == 0 || strncmp(uri, "postgres://", 11) == 0) return 1;
-  /* key/value conninfo: libpq parses it (a file name never has the form
-   * "keyword=value ..." with known keywords). */
-  if (!strchr(uri, '=')) return 0;
-  char *err = NULL;
-  PQconninfoOption *o = PQconninfoParse(uri, &err);
-  PQfreemem(err);
-  if (!o) return 0;
-  PQconninfoFree(o);
-  return 1;
+  /* key/value conninfo ("host=... dbname=..."): a file name never has it */
+  return strchr(uri, '=') && dexa__pg_is_conninfo(uri);
 }
 
 int dexa__row_set(char **slot, size_t *slot_len, const char *s, size_t n) {

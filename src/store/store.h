@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "dexagents/flow.h"
+#include "dexagents/runtime.h"
 
 /* Step execution states. A row exists only while the execution is live;
  * a finished execution's row is deleted. */
@@ -63,6 +64,10 @@ typedef struct dexa__step_row {
   char *lease_owner;
   int64_t lease_until;
   int64_t started_ms;
+  /* Attempts whose worker was lost (its lease expired before the Step's
+   * timeout: a crash, kill -9): counted apart from failed attempts, so
+   * failed attempts = attempt - lost_workers (runtime/failures.c). */
+  int32_t lost_workers;
 } dexa__step_row;
 
 void dexa__step_row_free(dexa__step_row *row);
@@ -104,6 +109,9 @@ typedef void (*dexa__problem_fn)(void *ctx, const char *problem);
 
 typedef struct dexa__store_conn dexa__store_conn;
 typedef struct dexa__store dexa__store;
+
+/* A log sink for what a store handles itself; level as DEXA_LOG_*. */
+typedef void (*dexa__store_log_fn)(void *ctx, int32_t level, const char *kind, const char *message);
 
 /* Called by a store, on a thread of its own, when another process committed
  * a change to session sid (NULL: to any session, e.g. after the store lost
@@ -259,7 +267,31 @@ struct dexa__store {
    * was applied: the caller may run it again, for up to this long (0: it
    * never retries). */
   int64_t batch_retry_ms;
+  /* From dexa__store_config: where the backend reports what it handles
+   * itself (reconnects, checkpoints). NULL: nowhere. */
+  dexa__store_log_fn log;
+  void *log_ctx;
+  /* The cause of the latest error noted (dexa__store_note), under a lock
+   * of store.c; cause_rc 0: none. */
+  int cause_rc;
+  int64_t cause_ms; /* when it was noted (monotonic): older ones go unused */
+  char cause[400];
 };
+
+/* Notes why an operation failed with rc (disk full, read-only, permission
+ * denied, and the path), for dexa__store_cause; any thread. */
+void dexa__store_note(dexa__store *s, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Forgets the noted cause. */
+void dexa__store_note_clear(dexa__store *s);
+/* Copies the noted cause of the latest error when that error was rc and
+ * was noted in the last minute: DEXA_OK, else DEXA_E_NOT_FOUND (buf
+ * untouched). */
+int dexa__store_cause(dexa__store *s, int rc, char *buf, size_t n);
+/* Formats a message for s->log (a no-op without one); kind is a string
+ * literal naming the call site (the runtime rate-limits by it). */
+void dexa__store_log(dexa__store *s, int32_t level, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 typedef struct dexa__store_config {
   /* "sqlite:PATH", PATH or ":memory:"; "postgresql://...", "postgres://..."
@@ -267,6 +299,8 @@ typedef struct dexa__store_config {
   const char *uri;
   const char *synchronous; /* "full" (default) or "normal" */
   size_t cache_bytes;      /* the session cache's bound; 0: none */
+  dexa__store_log_fn log;  /* optional (store.h: dexa__store.log) */
+  void *log_ctx;
 } dexa__store_config;
 
 /* Opens the store named by cfg->uri, creating its schema when missing.
@@ -280,11 +314,17 @@ void dexa__step_rows_free(dexa__step_row *rows, size_t n);
 /* 1 when uri names a PostgreSQL database (a URI or a key/value conninfo). */
 int dexa__store_is_pg(const char *uri);
 
-/* PostgreSQL backend entry point (store/pg_conn.c). */
+/* 1 when uri is a libpq key/value conninfo (store/pg_conn.c; without
+ * WITH_POSTGRES=1, pg_absent.c knows libpq's common keywords). */
+int dexa__pg_is_conninfo(const char *uri);
+
+/* PostgreSQL backend entry point (store/pg_conn.c; pg_absent.c without
+ * WITH_POSTGRES=1: DEXA_E_UNSUPPORTED). */
 int dexa__pg_open(dexa__store **out, const char *conninfo, const dexa__store_config *cfg,
                   char *errmsg, size_t errmsg_size);
 
-/* SQLite backend entry point (store/sqlite.c). */
+/* SQLite backend entry point (store/sqlite.c; sqlite_absent.c without
+ * WITH_SQLITE=1: DEXA_E_UNSUPPORTED). */
 int dexa__sqlite_open(dexa__store **out, const char *path, int temporary,
                       const dexa__store_config *cfg, char *errmsg, size_t errmsg_size);
 

@@ -26,6 +26,11 @@ static void set_err(char *errmsg, size_t n, const char *fmt, const char *a, cons
   if (errmsg && n) snprintf(errmsg, n, fmt, a, b);
 }
 
+/* The store named in a message: never with its password. */
+static const char *shown(const char *uri, char *buf, size_t n) {
+  return dexa_store_display_name(uri, buf, n) == DEXA_OK ? buf : "the store";
+}
+
 /* An open store and one connection on it. */
 typedef struct side {
   dexa__store *store;
@@ -34,11 +39,13 @@ typedef struct side {
 
 static int side_open(side *s, const char *uri, char *errmsg, size_t n) {
   memset(s, 0, sizeof *s);
-  dexa__store_config cfg = {uri, "full", 0};
+  dexa__store_config cfg = {uri, "full", 0, NULL, NULL};
   char why[256] = "";
   int rc = dexa__store_open(&s->store, &cfg, why, sizeof why);
   if (rc == DEXA_OK) rc = s->store->ops->conn_open(s->store, &s->conn);
-  if (rc != DEXA_OK) set_err(errmsg, n, "store %s: %s", uri, *why ? why : dexa_strerror(rc));
+  char name[512];
+  if (rc != DEXA_OK)
+    set_err(errmsg, n, "store %s: %s", shown(uri, name, sizeof name), *why ? why : dexa_strerror(rc));
   return rc;
 }
 
@@ -177,6 +184,16 @@ static void check_step(checker *k, const dexa__step_row *r) {
   problem(k, msg);
 }
 
+/* A part of a session the store cannot read back (a damaged value) is a
+ * problem of the report, and the check goes on with the next part. */
+static int readable(checker *k, int rc, const char *part) {
+  if (rc != DEXA_E_CORRUPT) return rc;
+  char msg[120];
+  snprintf(msg, sizeof msg, "its %s cannot be read: a stored value is damaged", part);
+  problem(k, msg);
+  return DEXA_OK;
+}
+
 static int check_session(dexa__store_conn *c, checker *k, const char *sid) {
   dexa__session_dump d;
   k->sid = sid;
@@ -190,8 +207,8 @@ static int check_session(dexa__store_conn *c, checker *k, const char *sid) {
     problem(k, "the session has no valid status");
   if (d.settings && !is_json(d.settings, d.settings_len)) problem(k, "its settings are not JSON");
   dexa__session_dump_free(&d);
-  rc = c->ops->attr_scan(c, sid, "", 0, check_attr, k);
-  if (rc == DEXA_OK) rc = c->ops->chan_scan(c, sid, check_chan, k);
+  rc = readable(k, c->ops->attr_scan(c, sid, "", 0, check_attr, k), "attributes");
+  if (rc == DEXA_OK) rc = readable(k, c->ops->chan_scan(c, sid, check_chan, k), "channel messages");
   dexa__step_row *rows = NULL;
   size_t n = 0;
   if (rc == DEXA_OK) rc = c->ops->step_list(c, sid, 0, &rows, &n);
@@ -200,7 +217,7 @@ static int check_session(dexa__store_conn *c, checker *k, const char *sid) {
   dexa__step_rows_free(rows, n);
   for (int64_t before = -1; rc == DEXA_OK && k->last_seq != before;) {
     before = k->last_seq;
-    rc = c->ops->event_read(c, sid, k->last_seq, EVENT_PAGE, check_event, k);
+    rc = readable(k, c->ops->event_read(c, sid, k->last_seq, EVENT_PAGE, check_event, k), "events");
   }
   k->sid = NULL;
   return rc;
@@ -229,6 +246,7 @@ DEXA_EXTERN int dexa_store_check(const char *uri, char **out, size_t *out_len, c
   if (out_len) *out_len = 0;
   if (errmsg && errmsg_size) errmsg[0] = '\0';
   if (!uri || !out) return DEXA_E_INVALID_ARG;
+  char name[512];
   side s;
   int rc = side_open(&s, uri, errmsg, errmsg_size);
   checker k;
@@ -251,10 +269,11 @@ DEXA_EXTERN int dexa_store_check(const char *uri, char **out, size_t *out_len, c
     rc = DEXA_E_CORRUPT;
     set_err(errmsg, errmsg_size, "the store has %s problem%s", k.count == 1 ? "one" : "several",
             k.count == 1 ? "" : "s");
-  } else if (rc == DEXA_E_UNSUPPORTED) {
-    set_err(errmsg, errmsg_size, "store %s: %s", uri, "this store cannot be checked");
+  } else if (rc == DEXA_E_UNSUPPORTED && errmsg && !errmsg[0]) { /* not a store left out */
+    set_err(errmsg, errmsg_size, "store %s: %s", shown(uri, name, sizeof name),
+            "this store cannot be checked");
   } else if (rc != DEXA_OK && errmsg && !errmsg[0]) {
-    set_err(errmsg, errmsg_size, "store %s: %s", uri, dexa_strerror(rc));
+    set_err(errmsg, errmsg_size, "store %s: %s", shown(uri, name, sizeof name), dexa_strerror(rc));
   }
   ids_free(&ids);
   cJSON_Delete(k.problems);
@@ -270,6 +289,7 @@ DEXA_EXTERN int dexa_store_vacuum(const char *uri, char **out, size_t *out_len, 
   if (out_len) *out_len = 0;
   if (errmsg && errmsg_size) errmsg[0] = '\0';
   if (!uri || !out) return DEXA_E_INVALID_ARG;
+  char name[512];
   side s;
   int rc = side_open(&s, uri, errmsg, errmsg_size);
   int64_t before = 0, after = 0;
@@ -283,7 +303,7 @@ DEXA_EXTERN int dexa_store_vacuum(const char *uri, char **out, size_t *out_len, 
     else if (out_len) *out_len = strlen(doc);
   }
   if (rc != DEXA_OK && errmsg && !errmsg[0])
-    set_err(errmsg, errmsg_size, "store %s: %s", uri, dexa_strerror(rc));
+    set_err(errmsg, errmsg_size, "store %s: %s", shown(uri, name, sizeof name), dexa_strerror(rc));
   side_close(&s);
   return rc;
 }
@@ -385,8 +405,10 @@ DEXA_EXTERN int dexa_store_copy(const char *src_uri, const char *dst_uri, char *
   if (out_len) *out_len = 0;
   if (errmsg && errmsg_size) errmsg[0] = '\0';
   if (!src_uri || !dst_uri || !out) return DEXA_E_INVALID_ARG;
+  char name[512], name2[512];
   if (same_store(src_uri, dst_uri)) {
-    set_err(errmsg, errmsg_size, "%s and %s are the same store", src_uri, dst_uri);
+    set_err(errmsg, errmsg_size, "%s and %s are the same store", shown(src_uri, name, sizeof name),
+            shown(dst_uri, name2, sizeof name2));
     return DEXA_E_INVALID_ARG;
   }
   side src = {NULL, NULL}, dst = {NULL, NULL};
@@ -397,7 +419,8 @@ DEXA_EXTERN int dexa_store_copy(const char *src_uri, const char *dst_uri, char *
   if (rc == DEXA_OK) rc = side_open(&dst, dst_uri, errmsg, errmsg_size);
   if (rc == DEXA_OK && (!has_admin(src.store->ops) || !has_admin(dst.store->ops))) {
     rc = DEXA_E_UNSUPPORTED;
-    set_err(errmsg, errmsg_size, "store %s or %s cannot be copied", src_uri, dst_uri);
+    set_err(errmsg, errmsg_size, "store %s or %s cannot be copied", shown(src_uri, name, sizeof name),
+            shown(dst_uri, name2, sizeof name2));
   }
   if (rc == DEXA_OK) rc = list_ids(src.conn, &ids);
   if (rc == DEXA_OK) rc = already_there(&dst, &ids, errmsg, errmsg_size);

@@ -274,7 +274,9 @@ DEXA_EXTERN int dexa_connector_tool_source_new(dexa_tool_source **out,
   for (size_t i = 0; i < cfg->count; i++) {
     if (strcmp(cfg->items[i].name, connection) != 0) continue;
     int rc = dexa__slack_source_new(out, &cfg->items[i]); /* the only type so far */
-    if (rc != DEXA_OK) fail(&p, rc, "connection %.64s: %s", connection, dexa_strerror(rc));
+    if (rc == DEXA_E_UNSUPPORTED) /* connector_slack_absent.c */
+      fail(&p, rc, "connection %.64s: connectors: built without WITH_CURL=1", connection);
+    else if (rc != DEXA_OK) fail(&p, rc, "connection %.64s: %s", connection, dexa_strerror(rc));
     return rc;
   }
   return fail(&p, DEXA_E_NOT_FOUND, "no connection \"%.64s\" in the connector configuration",

@@ -577,7 +577,12 @@ static int start_transport(dexa__mcp_client *c, char *err, size_t err_size) {
   uint64_t gen = c->generation;
   pthread_mutex_unlock(&c->mu);
   if (c->cfg.transport == DEXA__MCP_HTTP) {
-    if (!c->http) return dexa__mcp_http_new(&c->http, c);
+    if (!c->http) {
+      int rc = dexa__mcp_http_new(&c->http, c);
+      if (rc == DEXA_E_UNSUPPORTED) /* mcp_http_absent.c */
+        snprintf(err, err_size, "MCP over HTTP: built without WITH_CURL=1");
+      return rc;
+    }
     dexa__mcp_http_reset_session(c->http);
     return DEXA_OK;
   }

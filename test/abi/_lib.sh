@@ -32,6 +32,10 @@ summary() {
   exit
 }
 
+# has FEATURE: the build in $BUILD has it (its features file, written by the
+# Makefile; see dexa_build_has(3)). Without the file: every feature.
+has() { [[ ! -f $BUILD/features ]] || grep -qx "$1" "$BUILD/features"; }
+
 # The exported functions, from the version script (every node).
 map_symbols() {
   sed -e 's|/\*.*\*/||g' lib/libdexagents.map | tr -s ' \t;' '\n' | grep -E '^dexa_[A-Za-z0-9_]+$' | sort -u

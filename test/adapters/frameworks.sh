@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-needs: sqlite
 # The framework adapters of the Node package (bindings/node/adapters) run
 # real sessions with the real frameworks against the mock LLM server
 # @copilotkit/aimock: the same test table (_table.mjs) for every adapter

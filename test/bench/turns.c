@@ -1,6 +1,13 @@
 /* Benchmark W1: S sessions x T turns on the embedded runtime (SQLite).
  *
- *   turns [-s S] [-t T] [-w WORKERS] [-p PROCS] [-y full|normal] [--store PATH] [--quick]
+ *   turns [-s S] [-t T] [-k K] [-w WORKERS] [-p PROCS] [-y full|normal] [--store PATH] [--quick]
+ *
+ * -k K: K sessions in flight. K driver threads each take the next session
+ * not yet run and run its T turns one after another (the next message once
+ * the previous turn is idle), then take another: -k 1 runs the sessions one
+ * after another, one turn at a time. Without -k every session is in flight
+ * at once (S in flight). A turn's latency is from its send_message call to
+ * the return of the driver's wait for the session to be idle.
  *
  * With DEXA_TEST_STORE naming a PostgreSQL database (test/pg/_bench.sh starts
  * a throwaway cluster) the store is a new schema of it. -p PROCS runs the
@@ -19,7 +26,9 @@
  * Prints: wall time, turns/s, Step methods/s, SQLite write transactions
  * (commits), store bytes per session (after a checkpoint) and their growth
  * at T = 5, 10, 20, 40, peak RSS, and the CPU time of one RunModel dispatch
- * at ~200 messages of history. Targets are printed beside the figures.
+ * at ~200 messages of history; CPU per turn (getrusage of this process over
+ * the timed pass, every thread: workers, writer, syncer, drivers) and the
+ * turn latency p50/p99. Targets are printed beside the figures.
  * --quick skips the growth passes and the micro-benchmark. */
 #include <dexagents/dexagents.h>
 #include <dirent.h>
@@ -35,11 +44,24 @@
 #include <libpq-fe.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "runtime/runtime_internal.h" /* the task's reader, for a new one per dispatch */
+/* Under valgrind --tool=callgrind the timed pass is a dump of its own
+ * ("turns-pass"): its instructions, every thread's, divided by the turns
+ * are a repeatable CPU figure on a busy machine. */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#endif
+#endif
+#ifndef CALLGRIND_ZERO_STATS
+#define CALLGRIND_ZERO_STATS
+#define CALLGRIND_DUMP_STATS_AT(s) ((void)(s))
+#endif
 #include "support/temp_store.h"
 
 /* ---- counting SQLite commits -------------------------------------------
@@ -55,6 +77,18 @@ static int count_commit(void *user) {
   return 0; /* 0: let the commit go on */
 }
 
+/* DEXA_BENCH_STMTS=1: also counts the SQL statements run (a trace
+ * callback per statement, so it costs a little CPU: off by default). */
+static atomic_long g_stmts;
+static int g_count_stmts = -1;
+
+static int count_stmt(unsigned type, void *ctx, void *p, void *x) {
+  (void)type, (void)ctx, (void)x;
+  atomic_fetch_add(&g_stmts, 1);
+  if (g_count_stmts == 2) fprintf(stderr, "SQL %s\n", sqlite3_sql(p)); /* DEXA_BENCH_STMTS=2 */
+  return 0;
+}
+
 int sqlite3_open_v2(const char *filename, sqlite3 **db, int flags, const char *vfs) {
   typedef int (*open_fn)(const char *, sqlite3 **, int, const char *);
   static open_fn real;
@@ -62,7 +96,65 @@ int sqlite3_open_v2(const char *filename, sqlite3 **db, int flags, const char *v
   if (!real) return SQLITE_ERROR;
   int rc = real(filename, db, flags, vfs);
   if (rc == SQLITE_OK && *db) sqlite3_commit_hook(*db, count_commit, NULL);
+  if (g_count_stmts < 0) g_count_stmts = getenv("DEXA_BENCH_STMTS") ? atoi(getenv("DEXA_BENCH_STMTS")) : 0;
+  if (rc == SQLITE_OK && *db && g_count_stmts)
+    sqlite3_trace_v2(*db, SQLITE_TRACE_STMT, count_stmt, NULL);
   return rc;
+}
+
+/* The store makes commits durable with fdatasync of its WAL: counting the
+ * calls (the executable's definition wins over libc's) counts the syncs. */
+static atomic_long g_syncs;
+
+int fdatasync(int fd) {
+  typedef int (*sync_fn)(int);
+  static sync_fn real;
+  if (!real) real = (sync_fn)dlsym(RTLD_NEXT, "fdatasync");
+  atomic_fetch_add(&g_syncs, 1);
+  return real ? real(fd) : -1;
+}
+
+/* ---- counting PostgreSQL round trips ------------------------------------
+ * The same way: the libpq calls after which the store waits for the server
+ * (a statement run alone, or a flush request or sync point of a pipeline)
+ * are interposed and counted, in a counter shared with the worker
+ * processes (-p), which are forks of this one. */
+static atomic_long *g_round_trips;
+
+static void *real_fn(void **slot, const char *name) {
+  if (!*slot) *slot = dlsym(RTLD_NEXT, name);
+  return *slot;
+}
+
+static void count_round_trip(void) {
+  if (g_round_trips) atomic_fetch_add(g_round_trips, 1);
+}
+
+PGresult *PQexec(PGconn *db, const char *q) {
+  static void *f;
+  count_round_trip();
+  return ((PGresult * (*)(PGconn *, const char *)) real_fn(&f, "PQexec"))(db, q);
+}
+
+PGresult *PQexecPrepared(PGconn *db, const char *name, int n, const char *const *v,
+                         const int *len, const int *fmt, int rfmt) {
+  static void *f;
+  count_round_trip();
+  return ((PGresult * (*)(PGconn *, const char *, int, const char *const *, const int *,
+                          const int *, int)) real_fn(&f, "PQexecPrepared"))(db, name, n, v, len,
+                                                                             fmt, rfmt);
+}
+
+int PQsendFlushRequest(PGconn *db) {
+  static void *f;
+  count_round_trip();
+  return ((int (*)(PGconn *))real_fn(&f, "PQsendFlushRequest"))(db);
+}
+
+int PQpipelineSync(PGconn *db) {
+  static void *f;
+  count_round_trip();
+  return ((int (*)(PGconn *))real_fn(&f, "PQpipelineSync"))(db);
 }
 
 /* ---- the host model and tools ---------------------------------------------- */
@@ -85,7 +177,25 @@ typedef struct bench {
   unsigned char *almost_done; /* per session: final answer generated */
   int done_fd;                /* -p: the worker processes' reports */
   int *sent;                  /* per session: turns sent */
+  double *sent_at;            /* per session: when its newest turn was sent */
+  int inflight;               /* -k: sessions in flight (0: all) */
+  atomic_int next_session;    /* -k: the next session a driver takes */
+  struct kdriver *kdrivers;   /* -k: per driver, its wake-up */
+  int *owner;                 /* -k: per session, the driver running it */
+  /* per turn: its latency (send_message to idle), in turn order of sending */
+  double *lat_ms;
+  atomic_long lat_n;
 } bench;
+
+/* A -k driver: it sleeps on its own condition until the model generated
+ * the final answer of its session's turn, so a wake-up costs one signal. */
+typedef struct kdriver {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int ready;
+  int rc;
+  bench *b;
+} kdriver;
 
 
 static double now_s(void) {
@@ -142,6 +252,12 @@ static int bench_generate(void *user, const dexa_model_request *req, dexa_model_
   if (rc == DEXA_OK && b && s >= 0 && s < b->sessions && g_done_fd >= 0) {
     ssize_t w = write(g_done_fd, &s, sizeof s);
     (void)w;
+  } else if (rc == DEXA_OK && b && s >= 0 && s < b->sessions && b->inflight) {
+    kdriver *k = &b->kdrivers[b->owner[s]];
+    pthread_mutex_lock(&k->mu);
+    k->ready = 1;
+    pthread_cond_signal(&k->cv);
+    pthread_mutex_unlock(&k->mu);
   } else if (rc == DEXA_OK && b && s >= 0 && s < b->sessions) { /* tell the driver to look soon */
     pthread_mutex_lock(&b->mu);
     b->almost_done[s] = 1;
@@ -198,7 +314,11 @@ static int make_agent(bench *b) {
 
 typedef struct pass_result {
   double wall_s, cpu_s;
-  long turns, model_calls, tool_calls, commits, methods;
+  double p50_ms, p99_ms;
+  long turns, model_calls, tool_calls, commits, methods, syncs, stmts;
+  double switches; /* context switches of this process (voluntary + not) */
+  double sys_s;    /* the system (kernel) share of cpu_s, this process */
+  long round_trips, pg_commits, pg_syncs;
   double bytes_per_session;
 } pass_result;
 
@@ -208,11 +328,17 @@ static int send_turn(bench *b, int s) {
   int n = snprintf(text, sizeof text, "{\"text\":\"turn %d: read a and b\"}", b->sent[s] + 1);
   char *out = NULL;
   size_t len = 0;
+  b->sent_at[s] = now_s();
   int rc = dexa_runtime_call(b->rt, sid, "send_message", text, (size_t)n, &out, &len);
   if (rc != DEXA_OK) fprintf(stderr, "turns: send_message %s: %s %s\n", sid, dexa_strerror(rc), out ? out : "");
   dexa_free(out);
   b->sent[s]++;
   return rc;
+}
+
+static void record_latency(bench *b, int s) {
+  long i = atomic_fetch_add(&b->lat_n, 1);
+  if (i < (long)b->sessions * b->turns) b->lat_ms[i] = (now_s() - b->sent_at[s]) * 1e3;
 }
 
 /* A driver thread sends the next turn of each of its sessions (those with
@@ -234,6 +360,8 @@ static void *drive(void *arg) {
   int mine = 0, finished = 0;
   for (int s = d->index; s < b->sessions; s += d->count) mine++;
   int *check = malloc((size_t)mine * sizeof *check);
+  uint64_t *gens = calloc((size_t)mine + 1, sizeof *gens);
+  double *looked = calloc((size_t)mine + 1, sizeof *looked);
   for (int s = d->index; s < b->sessions && d->rc == DEXA_OK; s += d->count) d->rc = send_turn(b, s);
   while (finished < mine && d->rc == DEXA_OK) {
     int n = 0;
@@ -252,10 +380,20 @@ static void *drive(void *arg) {
     for (int i = 0; i < n && d->rc == DEXA_OK; i++) {
       char sid[32];
       session_id(sid, sizeof sid, check[i]);
+      /* -p: the final answer is committed by another process, which this
+       * runtime hears of (LISTEN/NOTIFY): look only once it has, or after
+       * 100 ms, not every 2 ms (a store query each). */
+      uint64_t gen = dexa__session_gen(b->rt, sid);
+      if (b->procs && gen == gens[check[i] / d->count] &&
+          now_s() - looked[check[i] / d->count] < 0.1)
+        continue;
+      gens[check[i] / d->count] = gen;
+      looked[check[i] / d->count] = now_s();
       if (dexa_runtime_wait_idle(b->rt, sid, 0) != DEXA_OK) continue;
       pthread_mutex_lock(&b->mu);
       b->almost_done[check[i]] = 0;
       pthread_mutex_unlock(&b->mu);
+      record_latency(b, check[i]);
       progressed = 1;
       if (b->sent[check[i]] < b->turns) d->rc = send_turn(b, check[i]);
       else finished++;
@@ -265,10 +403,81 @@ static void *drive(void *arg) {
     if (n && !progressed) usleep(b->procs ? 2000 : 500);
   }
   free(check);
+  free(gens);
+  free(looked);
   return NULL;
 }
 
+/* -k: runs sessions one after another, each turn once the previous one is
+ * idle: the model's final answer wakes the driver, which then waits for
+ * the session to be idle (the final answer's commit, made durable). */
+static void *drive_k(void *arg) {
+  kdriver *k = arg;
+  bench *b = k->b;
+  int me = (int)(k - b->kdrivers);
+  for (;;) {
+    int s = atomic_fetch_add(&b->next_session, 1);
+    if (s >= b->sessions) break;
+    char sid[32];
+    session_id(sid, sizeof sid, s);
+    b->owner[s] = me;
+    for (int t = 0; t < b->turns && k->rc == DEXA_OK; t++) {
+      pthread_mutex_lock(&k->mu);
+      k->ready = 0;
+      pthread_mutex_unlock(&k->mu);
+      k->rc = send_turn(b, s);
+      if (k->rc != DEXA_OK) break;
+      pthread_mutex_lock(&k->mu);
+      while (!k->ready) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 30;
+        if (pthread_cond_timedwait(&k->cv, &k->mu, &until) != 0) break;
+      }
+      int ready = k->ready;
+      pthread_mutex_unlock(&k->mu);
+      if (!ready) {
+        fprintf(stderr, "turns: %s: no final answer in 30 s\n", sid);
+        k->rc = DEXA_E_TIMEOUT;
+        break;
+      }
+      k->rc = dexa_runtime_wait_idle(b->rt, sid, 30000);
+      if (k->rc != DEXA_OK) fprintf(stderr, "turns: wait_idle %s: %s\n", sid, dexa_strerror(k->rc));
+      else record_latency(b, s);
+    }
+    if (k->rc != DEXA_OK) break;
+  }
+  return NULL;
+}
+
+static int drive_k_all(bench *b) {
+  int count = b->inflight < b->sessions ? b->inflight : b->sessions, rc = DEXA_OK;
+  pthread_t *th = calloc((size_t)count, sizeof *th);
+  b->kdrivers = calloc((size_t)count, sizeof *b->kdrivers);
+  atomic_store(&b->next_session, 0);
+  for (int i = 0; i < count; i++) {
+    kdriver *k = &b->kdrivers[i];
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->cv, NULL);
+    k->b = b;
+    pthread_create(&th[i], NULL, drive_k, k);
+  }
+  for (int i = 0; i < count; i++) {
+    pthread_join(th[i], NULL);
+    if (b->kdrivers[i].rc != DEXA_OK) rc = b->kdrivers[i].rc;
+  }
+  for (int i = 0; i < count; i++) {
+    pthread_mutex_destroy(&b->kdrivers[i].mu);
+    pthread_cond_destroy(&b->kdrivers[i].cv);
+  }
+  free(th);
+  free(b->kdrivers);
+  b->kdrivers = NULL;
+  return rc;
+}
+
 static int drive_all(bench *b) {
+  if (b->inflight) return drive_k_all(b);
   driver d[DRIVERS];
   pthread_t th[DRIVERS];
   int count = b->sessions < DRIVERS ? b->sessions : DRIVERS, rc = DEXA_OK;
@@ -302,6 +511,20 @@ static long pg_store_bytes(const char *conninfo) {
   PQclear(r);
   PQfinish(db);
   return n;
+}
+
+/* The database's committed transactions and the server's WAL syncs
+ * (fsyncs) so far. */
+static void pg_counters(const char *conninfo, long *commits, long *syncs) {
+  PGconn *db = PQconnectdb(conninfo);
+  PGresult *r = PQexec(db, "SELECT (SELECT xact_commit FROM pg_stat_database"
+                           " WHERE datname = current_database()), (SELECT wal_sync FROM pg_stat_wal)");
+  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r)) {
+    *commits = atol(PQgetvalue(r, 0, 0));
+    *syncs = atol(PQgetvalue(r, 0, 1));
+  }
+  PQclear(r);
+  PQfinish(db);
 }
 
 /* CPU seconds of the PostgreSQL server: the postmaster of the data
@@ -338,6 +561,18 @@ static double pg_server_cpu_s(void) {
   }
   if (proc) closedir(proc);
   return total;
+}
+
+static double switches_now(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_nvcsw + (double)ru.ru_nivcsw;
+}
+
+static double rusage_sys_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
 static double rusage_s(int who) {
@@ -431,12 +666,21 @@ static long store_bytes(const char *path) {
   return file_size(path) + file_size(wal);
 }
 
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, c = *(const double *)y;
+  return a < c ? -1 : a > c;
+}
+
 static int run_pass(bench *b, int sessions, int turns, const char *store, pass_result *res) {
   memset(res, 0, sizeof *res);
   b->sessions = sessions;
   b->turns = turns;
   b->almost_done = calloc((size_t)sessions, 1);
   b->sent = calloc((size_t)sessions, sizeof(int));
+  b->sent_at = calloc((size_t)sessions, sizeof(double));
+  b->owner = calloc((size_t)sessions, sizeof(int));
+  b->lat_ms = calloc((size_t)sessions * (size_t)turns, sizeof(double));
+  atomic_store(&b->lat_n, 0);
   atomic_store(&b->model_calls, 0);
   atomic_store(&b->tool_calls, 0);
   procs p = {0};
@@ -468,11 +712,18 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
     session_id(sid, sizeof sid, s);
     rc = dexa_runtime_wait_idle(b->rt, sid, 30000);
   }
-  long commits0 = atomic_load(&g_commits);
+  long commits0 = atomic_load(&g_commits), syncs0 = atomic_load(&g_syncs);
+  long stmts0 = atomic_load(&g_stmts);
+  double switches0 = switches_now(), sys0 = rusage_sys_s();
   if (b->procs) pthread_create(&reader, NULL, procs_read, b);
+  long pgc0 = 0, pgs0 = 0;
+  if (dexa__store_is_pg(store)) pg_counters(store, &pgc0, &pgs0);
+  long rt0 = g_round_trips ? atomic_load(g_round_trips) : 0;
   double cpu0 = rusage_s(RUSAGE_SELF) + pg_server_cpu_s();
   double t0 = now_s();
+  CALLGRIND_ZERO_STATS;
   if (rc == DEXA_OK) rc = drive_all(b);
+  CALLGRIND_DUMP_STATS_AT("turns-pass");
   res->wall_s = now_s() - t0;
   res->cpu_s = rusage_s(RUSAGE_SELF) + pg_server_cpu_s() - cpu0;
   if (b->procs) {
@@ -483,6 +734,17 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
     res->cpu_s += rusage_s(RUSAGE_CHILDREN) - children0;
   }
   res->commits = atomic_load(&g_commits) - commits0;
+  res->syncs = atomic_load(&g_syncs) - syncs0;
+  res->stmts = atomic_load(&g_stmts) - stmts0;
+  res->switches = switches_now() - switches0;
+  res->sys_s = rusage_sys_s() - sys0;
+  if (g_round_trips) res->round_trips = atomic_load(g_round_trips) - rt0;
+  if (dexa__store_is_pg(store)) {
+    long c1 = 0, s1 = 0;
+    pg_counters(store, &c1, &s1);
+    res->pg_commits = c1 - pgc0;
+    res->pg_syncs = s1 - pgs0;
+  }
   dexa_runtime_stop(b->rt);
   dexa_runtime_free(b->rt);
   b->rt = NULL;
@@ -497,9 +759,21 @@ static int run_pass(bench *b, int sessions, int turns, const char *store, pass_r
    * and 2 CallTool dispatches and the 4 locked methods. */
   if (b->procs) res->methods = 8 * res->turns;
   res->bytes_per_session = (double)store_bytes(store) / sessions;
+  {
+    long n = atomic_load(&b->lat_n);
+    if (n > (long)sessions * turns) n = (long)sessions * turns;
+    if (n > 0) {
+      qsort(b->lat_ms, (size_t)n, sizeof(double), cmp_double);
+      res->p50_ms = b->lat_ms[(n - 1) / 2];
+      res->p99_ms = b->lat_ms[(long)((n - 1) * 0.99)];
+    }
+  }
 done:
   free(b->almost_done);
   free(b->sent);
+  free(b->sent_at);
+  free(b->owner);
+  free(b->lat_ms);
   return rc;
 }
 
@@ -720,8 +994,8 @@ static long peak_rss_kb(void) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: turns [-s SESSIONS] [-t TURNS] [-w WORKERS] [-y full|normal] "
-                  "[--store PATH] [--quick]\n");
+  fprintf(stderr, "usage: turns [-s SESSIONS] [-t TURNS] [-k IN_FLIGHT] [-w WORKERS] [-p PROCS] "
+                  "[-y full|normal] [--store PATH] [--quick]\n");
 }
 
 int main(int argc, char **argv) {
@@ -737,6 +1011,7 @@ int main(int argc, char **argv) {
     if (strcmp(a, "-s") == 0) sessions = atoi(v);
     else if (strcmp(a, "-t") == 0) turns = atoi(v);
     else if (strcmp(a, "-w") == 0) b.workers = atoi(v);
+    else if (strcmp(a, "-k") == 0) b.inflight = atoi(v);
     else if (strcmp(a, "-p") == 0) b.procs = atoi(v);
     else if (strcmp(a, "-y") == 0) b.sync = v;
     else if (strcmp(a, "--store") == 0) store_arg = v;
@@ -744,12 +1019,16 @@ int main(int argc, char **argv) {
     i++;
   }
   if (sessions < 1 || sessions > MAX_SESSIONS || turns < 1 || b.workers < 1 || b.workers > 256 ||
-      b.procs < 0 || b.procs > 64 ||
+      b.procs < 0 || b.procs > 64 || b.inflight < 0 || b.inflight > 1024 ||
+      (b.inflight && b.procs) ||
       (strcmp(b.sync, "full") != 0 && strcmp(b.sync, "normal") != 0)) {
     usage();
     return 2;
   }
   const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  g_round_trips = mmap(NULL, sizeof *g_round_trips, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (g_round_trips == MAP_FAILED) g_round_trips = NULL;
   pthread_mutex_init(&b.mu, NULL);
   pthread_cond_init(&b.cv, NULL);
   if (make_agent(&b) != DEXA_OK) return 1;
@@ -763,7 +1042,8 @@ int main(int argc, char **argv) {
     printf("W1: %d sessions x %d turns, %d worker processes x %d threads, synchronous=%s, store %s\n",
            sessions, turns, b.procs, b.workers, b.sync, temp_store_is_pg() ? "PostgreSQL" : store);
   else
-    printf("W1: %d sessions x %d turns, %d workers, synchronous=%s, store %s\n", sessions, turns,
+    printf("W1: %d sessions x %d turns, %d in flight, %d workers, synchronous=%s, store %s\n",
+           sessions, turns, b.inflight ? (b.inflight < sessions ? b.inflight : sessions) : sessions,
            b.workers, b.sync, temp_store_is_pg() ? "PostgreSQL" : store);
   printf("    each turn: user message -> model (2 parallel READ tool calls) -> 2 CallTool -> model -> text\n");
   fflush(stdout);
@@ -781,15 +1061,32 @@ int main(int argc, char **argv) {
   printf("  %-34s %10.0f /s        (%ld methods: %ld RunModel + %ld CallTool dispatched by\n"
          "  %-34s %10s              workers, + 4 locked methods per turn run inline)\n",
          "Step methods", r.methods / r.wall_s, r.methods, r.model_calls, r.tool_calls, "", "");
-  printf("  %-34s %10ld         (%.2f per turn; SQLite write transactions, group commit)\n",
-         "store commits", r.commits, (double)r.commits / r.turns);
+  if (temp_store_is_pg()) {
+    printf("  %-34s %10.1f         (%ld: statements run alone, pipeline flushes and syncs, all processes)\n",
+           "PostgreSQL round trips per turn", (double)r.round_trips / r.turns, r.round_trips);
+    printf("  %-34s %10.2f         (%.2f WAL fsyncs per turn; transactions of the database, reads too)\n",
+           "PostgreSQL commits per turn", (double)r.pg_commits / r.turns, (double)r.pg_syncs / r.turns);
+  } else {
+    printf("  %-34s %10ld         (%.2f per turn; SQLite write transactions, group commit)\n",
+           "store commits", r.commits, (double)r.commits / r.turns);
+    printf("  %-34s %10ld         (%.2f per turn; fdatasync calls of this process)\n", "store syncs",
+           r.syncs, (double)r.syncs / r.turns);
+  }
+  if (g_count_stmts > 0)
+    printf("  %-34s %10.1f         (DEXA_BENCH_STMTS: SQL statements run, savepoints included)\n",
+           "SQL statements per turn", (double)r.stmts / r.turns);
+  printf("  %-34s %10.1f         (context switches of this process, getrusage)\n",
+         "thread switches per turn", r.switches / r.turns);
   printf("  %-34s %10.1f KB      (target < 30 KB at 10 turns; file + WAL after checkpoint,\n"
          "  %-34s %10s         PostgreSQL: tables, indexes and TOAST after VACUUM)\n",
          "store bytes per session", r.bytes_per_session / 1024, "", "");
-  printf("  %-34s %10.0f us      (this process%s; CPU seconds / turns)\n", "CPU per turn",
-         r.cpu_s * 1e6 / r.turns,
+  printf("  %-34s %10.0f us      (this process%s; CPU seconds / turns; %.0f us system)\n",
+         "CPU per turn", r.cpu_s * 1e6 / r.turns,
          b.procs ? ", the worker processes and the PostgreSQL server"
-                 : (getenv("DEXA_BENCH_PG_DATA") ? " and the PostgreSQL server" : ""));
+                 : (getenv("DEXA_BENCH_PG_DATA") ? " and the PostgreSQL server" : ""),
+         r.sys_s * 1e6 / r.turns);
+  printf("  %-34s %10.2f ms      (p99 %.2f ms; send_message to idle%s)\n", "turn latency p50",
+         r.p50_ms, r.p99_ms, b.inflight ? "" : ", as the polling drivers see it: use -k");
   fflush(stdout);
 
   if (!quick) {

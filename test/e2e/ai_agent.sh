@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-needs: http sqlite
 # The AI Agent example in a real browser: starts examples/ai-agent/ai-agent on
 # 127.0.0.1 (a free port, a temporary SQLite store, the demo models) and
 # drives its page in headless Chromium with playwright-core

@@ -342,6 +342,36 @@ async function desktop() {
     await waitIdle(page);
   });
 
+  await check('desktop: an answer cut at the output token limit says so', async () => {
+    await send(page, '/truncate Once upon a time');
+    await page.waitForSelector('#messages .msg.model .truncated', { timeout: T });
+    await waitIdle(page);
+    const note = await page.textContent('#messages .msg.model .truncated');
+    assert(note.includes('output token limit'), `the note: ${note}`);
+    const answer = await page.$$eval('#messages .msg.model', (els) => els.at(-1).querySelector('.answer').innerText);
+    assert(answer.includes('Once upon a time'), `the answer is kept: ${answer}`);
+  });
+
+  await check('desktop: the session graph in a side panel: the Steps that ran, redrawn after a turn', async () => {
+    const visits = () => page.$eval('#graph-view g.node.step[data-id="RunModel"] text', (t) => t.textContent);
+    await page.click('#graph-toggle');
+    await onScreen(page, '#graph-panel', 'the graph panel');
+    await page.waitForSelector('#graph-view svg g.node.step[data-id="RunModel"].ran', { timeout: T });
+    const fill = await page.$eval('#graph-view g.node.ran rect', (r) => getComputedStyle(r).fill);
+    assert(fill === 'rgb(219, 234, 254)', `the page's sheet styles the graph (fill ${fill})`);
+    assert((await page.getAttribute('#graph-toggle', 'aria-expanded')) === 'true', 'the toggle says it is open');
+    const before = await visits();
+    await shot('graph');
+    await send(page, 'one more turn');
+    await waitIdle(page);
+    await page.waitForFunction((b) => {
+      const t = document.querySelector('#graph-view g.node.step[data-id="RunModel"] text');
+      return t && t.textContent !== b;
+    }, before, { timeout: T });
+    await page.click('#close-graph');
+    assert(await page.isHidden('#graph-panel'), 'the panel closes');
+  });
+
   await check('desktop: events update the transcript in place; a snapshot reload keeps nodes and selection', async () => {
     await page.evaluate(() => {
       const li = document.querySelector('#messages li.msg.user');

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-needs: http sqlite
 # The AI SDK UI message stream route (POST sessions/ID/chat) against the
 # Vercel AI SDK's own client: the ai package's Chat (what useChat of
 # @ai-sdk/react runs) with DefaultChatTransport, which validates every chunk

@@ -8,7 +8,8 @@
  *   (b)     killed while waiting for an approval, an answer and a timer:
  *           each still waits after restart and completes normally;
  *   (c)     killed during compaction: no message is lost and the summary
- *           covers exactly the range it says. */
+ *           covers exactly the range it says.
+ * test-needs: sqlite postgresql */
 #include <cjson/cJSON.h>
 #include <dexagents/dexagents.h>
 #include <signal.h>
@@ -179,7 +180,10 @@ typedef void (*child_setup)(dexa_runtime *rt);
  * it to reap_worker, so no child outlives its test. */
 static pid_t g_worker;
 
+static void kill_worker(pid_t pid);
+
 static pid_t spawn_worker(int slow_summaries, child_setup setup) {
+  kill_worker(g_worker); /* the worker of a test whose check failed before it killed it */
   fflush(NULL);
   pid_t pid = fork();
   if (pid != 0) return g_worker = pid;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-needs: http sqlite
 # examples/ai-agent with an MCP server configured (DEX_AGENT_MCP_CONFIG): the
 # settings route lists the server and the tools it listed at start, with
 # their effects and approval. Uses the fake MCP server of the MCP tests.

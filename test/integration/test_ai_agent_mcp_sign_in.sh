@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-needs: http mcp-http sqlite
 # examples/ai-agent with an MCP server that wants OAuth (test/mcp/_sdk_server.mjs
 # --auth, built with the official SDK, on 127.0.0.1): a session calls the
 # server's sign-in tool, the page's sign-in card URL is followed as a browser

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-needs: sqlite
 # examples/chat end to end: pipes messages into the terminal chat on a
 # temporary SQLite store, restarts it with --resume and checks that the
 # transcript survived. Prints "N passed, N failed" (test/run sums it).

@@ -4,7 +4,8 @@
  * 127.0.0.1: the configuration file's checks, the tool's calls and every
  * kind of answer, and a whole session where the post waits for approval,
  * runs once in CallSingleAttemptTool, and the token reaches no session
- * state. */
+ * state.
+ * test-needs: connectors http sqlite postgresql */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <microhttpd.h>

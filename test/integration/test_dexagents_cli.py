@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# test-needs: sqlite http
 """The dexagents command end to end, on temporary stores: every subcommand
 (--json output parsed and checked), exit codes, the configuration file and
 DEX_AGENT_* over it, the terminal chat from a pipe and on a pseudo-terminal
@@ -284,6 +285,16 @@ class CommandTest(Base):
         r = run("store", "check", dst)
         self.assertEqual(r.returncode, 6)
         self.assertIn("problem in %s: attribute AgentTurn is not JSON" % sid, r.stdout)
+
+    def test_a_store_password_is_never_printed(self):
+        # An unreachable PostgreSQL store: the error names it, never its password.
+        for uri in ("postgresql://app:pw-secret-1@/agents?host=/nonexistent-dir",
+                    "host=/nonexistent-dir dbname=agents user=app password=pw-secret-1"):
+            for args in (("sessions", "list"), ("store", "check")):
+                r = run(*args, "--store", uri)
+                self.assertNotEqual(r.returncode, 0, args)
+                self.assertIn("cannot connect to PostgreSQL", r.stderr, r.stderr)
+                self.assertNotIn("pw-secret-1", r.stdout + r.stderr)
 
     def test_configuration_file_and_environment(self):
         cfg = os.path.join(self.tmp, "dexagents.json")

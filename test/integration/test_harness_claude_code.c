@@ -16,7 +16,8 @@
  *   - a write from a subagent is denied and the model is told why;
  *   - the state limit ends a session whose transcript outgrows it.
  * The scripted conversations are aimock fixtures matched on the request
- * (the user's text, or the id of the tool result the request ends with). */
+ * (the user's text, or the id of the tool result the request ends with).
+ * test-needs: sqlite providers */
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <dexagents/dexagents.h>

@@ -13,7 +13,8 @@
  *       and only the committed attempt's read is recorded;
  *   (d) killed in the segment after a write's own Step committed: the
  *       segment reruns on a new process with the recorded result, and the
- *       write does not run again. */
+ *       write does not run again.
+ * test-needs: sqlite */
 #include <cjson/cJSON.h>
 #include <dexagents/dexagents.h>
 #include <signal.h>
@@ -194,7 +195,10 @@ typedef void (*child_setup)(dexa_runtime *rt);
 
 static pid_t g_worker; /* reaped at exit even when a test fails early */
 
+static void kill_worker(void);
+
 static pid_t spawn_worker(child_setup setup) {
+  kill_worker(); /* the worker of a test whose check failed before it killed it */
   fflush(NULL);
   pid_t pid = fork();
   if (pid != 0) return g_worker = pid;

@@ -7,7 +7,9 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 
-HOST=${HOST_LOOP:-examples/host-loop/host-loop}
+# A build dir other than build has its own programs ($BUILD/examples/...).
+if [[ ${BUILD:-build} == build ]]; then HOST=${HOST_LOOP:-examples/host-loop/host-loop}; else
+  HOST=${HOST_LOOP:-$BUILD/examples/host-loop/host-loop}; fi
 passed=0 failed=0
 ok() { echo "ok   $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1"; shift; for l in "$@"; do echo "    $l"; done; failed=$((failed + 1)); }

@@ -2,7 +2,8 @@
  * on 127.0.0.1 (an ephemeral port), driven with libcurl: the session graph
  * as JSON (with the session's Steps and its wait), DOT and Mermaid wrapped
  * as {"format","text"}; 403 without the session's token, 404 for a missing
- * session, 400 for an unknown format, 405 for another method. */
+ * session, 400 for an unknown format, 405 for another method.
+ * test-needs: http providers sqlite */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <curl/curl.h>

@@ -10,7 +10,8 @@
  *
  * Two daemons share one runtime (see struct server).
  * Clients come from 127.0.0.2 .. 127.0.0.5 (all loopback on Linux) so the
- * per-client limit tells them apart from the probe on 127.0.0.1. */
+ * per-client limit tells them apart from the probe on 127.0.0.1.
+ * test-needs: http providers sqlite */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <curl/curl.h>

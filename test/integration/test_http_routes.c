@@ -4,7 +4,8 @@
  * every route, every error status (400, 403, 404, 405, 409, 413), bad
  * input that changes nothing, no CORS headers, the event stream (ids are
  * resume tokens, Last-Event-ID and resume_token resume, an invalid token
- * gives 400) and shutdown ending open streams. */
+ * gives 400) and shutdown ending open streams.
+ * test-needs: http providers sqlite */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <curl/curl.h>

@@ -9,7 +9,8 @@
  *
  * The SQLite store, the token file and the counters live in a temporary
  * folder; the servers are stopped at exit. Without npm or the registry the
- * tests are skipped (failed under CI). */
+ * tests are skipped (failed under CI).
+ * test-needs: mcp-http sqlite */
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <dexagents/dexagents.h>

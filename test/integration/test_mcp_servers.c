@@ -8,7 +8,8 @@
  * the demo model's "/tool NAME {json}": reads run at once, a destructive
  * write waits for approval and runs once, a long-running tool with progress
  * outlives the per-call timeout, and a server killed mid-session is
- * restarted. At the end no server process and no descriptor is left. */
+ * restarted. At the end no server process and no descriptor is left.
+ * test-needs: mcp-http sqlite */
 #include <cjson/cJSON.h>
 #include <dexagents/dexagents.h>
 #include <dirent.h>

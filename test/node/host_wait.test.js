@@ -1,3 +1,4 @@
+// test-needs: sqlite
 'use strict';
 // Host-driven mode in Node with the library's wait helper: evaluateWait()
 // (dexa_wait_evaluate(3)) answers "is this stored wait satisfied, what does

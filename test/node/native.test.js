@@ -1,3 +1,4 @@
+// test-needs: sqlite
 'use strict';
 // The Node bindings feel like Node: unknown options refused, options
 // reaching the library, AbortSignal on waits and tool calls, close with a

@@ -1,3 +1,4 @@
+// test-needs: sqlite
 'use strict';
 // The npm package installs like any other, offline, with the installed
 // Node: `npm pack` of bindings/node, the C library installed by

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test-needs: postgresql sqlite
 # The PostgreSQL store under test: starts a throwaway cluster (test/pg/_cluster.sh),
 # runs the runtime, feature and crash suites that run on SQLite again against it
 # (DEXA_TEST_STORE: test/support/temp_store.c puts each store in a schema of its
@@ -69,6 +70,7 @@ run "runtime workers (postgresql)" "$PG_URI" "$BUILD/test/unit/test_runtime_work
 run "runtime lifetime (postgresql)" "$PG_URI" "$BUILD/test/unit/test_runtime_lifetime"
 run "runtime crash (postgresql)" "$PG_URI" "$BUILD/test/integration/test_runtime_crash"
 run "agent crash (postgresql)" "$PG_URI" "$BUILD/test/integration/test_agent_crash"
+run "lost workers (postgresql)" "$PG_URI" "$BUILD/test/integration/test_lost_workers"
 # examples/chat with DEX_AGENT_STORE=postgresql://... (a schema of its own).
 "$PG_BIN/psql" -q -X "$PG_URI" -c "CREATE SCHEMA chat_example" >/dev/null
 echo "== chat example (postgresql)"
@@ -83,6 +85,7 @@ fi
 # PostgreSQL only.
 run "pg store" "$PG_URI" "$BUILD/test/pg/test_pg_store"
 run "pg processes" "$PG_URI" "$BUILD/test/pg/test_pg_processes"
+run "pg store administration" "$PG_URI" "$BUILD/test/pg/test_pg_admin"
 
 echo "$total_pass passed, $total_fail failed"
 ((total_fail == 0))

@@ -10,7 +10,8 @@
  *    approved write ran exactly once.
  *  - The server is restarted in the middle of a run (DEXA_TEST_PG_RESTART):
  *    the workers reconnect and finish, none crashes, and the client's calls
- *    during the restart fail with a retryable error or succeed. */
+ *    during the restart fail with a retryable error or succeed.
+ * test-needs: postgresql sqlite */
 #include <cjson/cJSON.h>
 #include <signal.h>
 #include <sys/stat.h>

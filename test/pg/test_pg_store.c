@@ -3,7 +3,8 @@
  * never the password, a newer schema is refused with nothing written, a
  * commit of one store wakes another store's listener (LISTEN/NOTIFY), a
  * claim never hands one Step to two stores, and a runtime that never
- * starts workers sees the events of Steps another runtime runs. */
+ * starts workers sees the events of Steps another runtime runs.
+ * test-needs: postgresql sqlite */
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <time.h>
@@ -18,7 +19,7 @@ static char pgdir[512];
 
 static int open_err(const char *uri, char *err, size_t n) {
   dexa__store *s = NULL;
-  dexa__store_config cfg = {uri, NULL, 0};
+  dexa__store_config cfg = {uri, NULL, 0, NULL, NULL};
   err[0] = '\0';
   int rc = dexa__store_open(&s, &cfg, err, n);
   if (s) s->ops->close(s);
@@ -64,16 +65,39 @@ static int64_t meta_version(const char *path) {
   return v;
 }
 
+/* A version 1 database (steps without lost_workers) is migrated on open:
+ * old rows count 0 lost workers. */
+static void test_version_1_schema_gets_lost_worker_counts(void) {
+  char path[1024], err[512];
+  temp_store_path(path, sizeof path, "v1");
+  CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
+  PGconn *db = PQconnectdb(path);
+  PQclear(PQexec(db, "ALTER TABLE steps DROP COLUMN lost_workers"));
+  PQclear(PQexec(db, "INSERT INTO steps VALUES('s', 'RunModel-3', 'RunModel', 3, 3, 2, 2, 0,"
+                     " NULL, NULL, NULL, NULL, NULL, 0, 'w', 0, 0)"));
+  PQclear(PQexec(db, "UPDATE dexa_meta SET value = '1' WHERE key = 'schema_version'"));
+  PQfinish(db);
+  CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
+  CHECK_EQ_INT(meta_version(path), 3);
+  db = PQconnectdb(path);
+  PGresult *r = PQexec(db, "SELECT lost_workers FROM steps");
+  CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1);
+  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) CHECK_STR(PQgetvalue(r, 0, 0), "0");
+  PQclear(r);
+  PQfinish(db);
+  temp_store_remove(path);
+}
+
 static void test_newer_schema_is_refused_and_left_alone(void) {
   char path[1024], err[512];
   temp_store_path(path, sizeof path, "newer");
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
-  CHECK_EQ_INT(meta_version(path), 2);
+  CHECK_EQ_INT(meta_version(path), 3);
   PGconn *db = PQconnectdb(path);
   PQclear(PQexec(db, "UPDATE dexa_meta SET value = '99' WHERE key = 'schema_version'"));
   PQfinish(db);
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_E_UNSUPPORTED);
-  CHECK_CONTAINS(err, "schema version 99 is newer than this library's (2)");
+  CHECK_CONTAINS(err, "schema version 99 is newer than this library's (3)");
   CHECK_EQ_INT(meta_version(path), 99);
   temp_store_remove(path);
 }
@@ -85,19 +109,19 @@ typedef struct woken {
   int count;
 } woken;
 
-/* A version 1 database (no sessions.active_ms) gets the column, its
+/* A version 2 database (no sessions.active_ms) gets the column, its
  * sessions counted active at the upgrade, and the sweep's index. */
-static void test_version_1_database_gets_session_lifetimes(void) {
+static void test_version_2_database_gets_session_lifetimes(void) {
   char path[1024], err[512];
-  temp_store_path(path, sizeof path, "v1");
+  temp_store_path(path, sizeof path, "v2life");
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
   PGconn *db = PQconnectdb(path);
   PQclear(PQexec(db, "DROP INDEX sessions_active; ALTER TABLE sessions DROP COLUMN active_ms;"
                      "INSERT INTO sessions(session_id, flow_type, created_ms, status, event_seq,"
                      " step_ord) VALUES('old', 'AgentSession', 1, 0, 0, 0);"
-                     "UPDATE dexa_meta SET value = '1' WHERE key = 'schema_version'"));
+                     "UPDATE dexa_meta SET value = '2' WHERE key = 'schema_version'"));
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
-  CHECK_EQ_INT(meta_version(path), 2);
+  CHECK_EQ_INT(meta_version(path), 3);
   PGresult *r = PQexec(db, "SELECT active_ms, (SELECT count(*) FROM pg_indexes WHERE"
                            " indexname = 'sessions_active' AND schemaname = current_schema()) FROM sessions WHERE session_id = 'old'");
   CHECK_EQ_INT(PQresultStatus(r), PGRES_TUPLES_OK);
@@ -293,7 +317,8 @@ int main(void) {
   RUN(test_wrong_password_is_an_auth_error);
   RUN(test_database_without_rights_is_an_auth_error);
   RUN(test_newer_schema_is_refused_and_left_alone);
-  RUN(test_version_1_database_gets_session_lifetimes);
+  RUN(test_version_1_schema_gets_lost_worker_counts);
+  RUN(test_version_2_database_gets_session_lifetimes);
   RUN(test_a_commit_wakes_another_store);
   RUN(test_two_stores_never_claim_one_step_twice);
   RUN(test_client_only_runtime_sees_other_workers_events);

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# test-needs: sqlite
 """The Python bindings (bindings/python, cffi ABI mode) end to end: an agent
 with Python tools on the demo model in the embedded runtime with worker
 threads, every client operation, errors as DexaError, events with resume
@@ -107,6 +108,18 @@ class BindingsTest(unittest.TestCase):
             dx.Agent("x", models=[])
         self.assertEqual(cm.exception.name, "DEXA_E_INVALID_ARG")
         self.assertTrue(cm.exception.message)
+
+    def test_build_info_and_build_has(self):
+        info = dx.build_info()
+        self.assertEqual(info["version"], dx.version())
+        for f in ("core", "runtime", "demo-models", "mcp-stdio"):
+            self.assertIn(f, info["features"])
+            self.assertTrue(dx.build_has(f))
+        for f in info["features"]:
+            self.assertTrue(dx.build_has(f))
+        self.assertFalse(dx.build_has("no-such-feature"))
+        self.assertEqual(info["options"]["WITH_SQLITE"], dx.build_has("sqlite"))
+        self.assertIn("libcjson", info["libraries"])
 
     def test_cdef_matches_the_headers(self):
         """The hand-written cdef has the layout of the C headers (a C program
@@ -684,6 +697,36 @@ class HostModeTest(unittest.TestCase):
             rt.abandon(task)
             with self.assertRaises(ValueError):
                 task.dispatch()
+
+    def test_log_callback_hears_of_a_lost_worker(self):
+        logs, lock = [], threading.Lock()
+
+        def log(level, message):
+            with lock:
+                logs.append((level, message))
+        agent = dx.Agent("x", tools=make_tools([]))
+        with dx.Runtime(agent, workers=0, lease_ms=200, log=log) as rt:
+            sid = rt.start_session("s-log")
+            rt.send(sid, "hello")
+            task = rt.poll(timeout=WAIT)
+            self.assertEqual(task.call.attempt, 1)
+            rt.abandon(task)  # as if its worker died: the lease runs out
+            deadline = time.monotonic() + WAIT
+            while time.monotonic() < deadline:
+                rt.run_ready()
+                with lock:
+                    if any("worker lost 1 time" in m for _, m in logs):
+                        break
+                time.sleep(0.05)
+            with lock:
+                lost = [(lv, m) for lv, m in logs if "worker lost 1 time" in m]
+            self.assertTrue(lost, logs)
+            self.assertEqual(lost[0][0], 3)  # DEXA_LOG_INFO
+            self.assertIn(sid, lost[0][1])
+            rt.wait_idle(sid, WAIT)
+            self.assertEqual(rt.snapshot(sid).turn.status, "idle")
+        with self.assertRaises(TypeError):
+            dx.Runtime(agent, workers=0, log="not callable")
 
 
 @unittest.skipIf(SANITIZED, "sanitizer build: the library cannot load into python3")

@@ -1,3 +1,4 @@
+# test-needs: sqlite
 """Models and harnesses written in Python (dexagents.Model.from_function,
 dexagents.Harness): the contract of dexagents-harness(7) from Python. A
 plain model with live deltas, usage and a finish reason; errors that retry

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# test-needs: sqlite
 """Host-driven mode in Python with the library's wait helper:
 evaluate_wait() / Wait.evaluate() (dexa_wait_evaluate(3)) answer "is this
 stored wait satisfied, what does Execute consume, when to look again" from

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# test-needs: sqlite
 """The Python package installs like any other, with no network: its wheel
 and sdist (built by bindings/python/build_backend/dexagents_build.py) go
 into a fresh venv of every Python >= 3.9 this machine has (Debian's

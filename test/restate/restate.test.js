@@ -1,3 +1,4 @@
+// test-needs: sqlite
 'use strict';
 // examples/restate on a real durable engine: a Restate server (the binary of
 // the pinned npm package @restatedev/restate-server) on 127.0.0.1 with a

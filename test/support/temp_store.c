@@ -1,4 +1,5 @@
-/* temp_store (temp_store.h). */
+/* temp_store (temp_store.h): SQLite or PostgreSQL stores (libpq) of tests.
+ * test-needs: sqlite postgresql */
 #include "support/temp_store.h"
 
 #include <ctype.h>
@@ -105,7 +106,7 @@ void temp_store_path(char *buf, size_t n, const char *name) {
 
 int temp_side_open(temp_side *s, const char *path, size_t cache_bytes) {
   char err[256] = "";
-  dexa__store_config cfg = {path, "normal", cache_bytes};
+  dexa__store_config cfg = {path, "normal", cache_bytes, NULL, NULL};
   memset(s, 0, sizeof *s);
   int rc = dexa__store_open(&s->store, &cfg, err, sizeof err);
   if (rc == DEXA_OK) rc = s->store->ops->conn_open(s->store, &s->conn);

@@ -23,6 +23,20 @@ static int tool_fn(void *user, const dexa_tool_invocation *inv, dexa_tool_output
   return rc;
 }
 
+/* A tool that asks the person mid-call: its first run asks, the run after
+ * the answer finishes (the tool-question path of AwaitQuestionAnswer). */
+static int asking_fn(void *user, const dexa_tool_invocation *inv, dexa_tool_output *out) {
+  const char *answers = "[]";
+  size_t len = 2;
+  if (hook) hook(hook_user, 1);
+  dexa_tool_invocation_answers(inv, &answers, &len);
+  static const char question[] = "{\"prompt\":\"Which size?\",\"key\":\"size\"}";
+  int rc = len <= 2 ? dexa_tool_output_ask(out, question, sizeof question - 1)
+                    : dexa_tool_output_set_text(out, "sized", 5, 0);
+  if (hook) hook(hook_user, 0);
+  return rc;
+}
+
 /* The demo model inside the hook, like the tools: its own allocations are
  * the model client's business, not the flow's. */
 static int hooked_generate(void *user, const dexa_model_request *req, dexa_model_reply *reply) {
@@ -61,6 +75,8 @@ dexa_agent *tour_agent(tour_tool_hook h, void *user) {
                           tool_fn, NULL);
   dexa_function_tools_add(tools, "flaky", "read", NULL, DEXA_TOOL_READ, DEXA_APPROVAL_NONE,
                           tool_fn, "fails");
+  dexa_function_tools_add(tools, "size_up", "asks", NULL, DEXA_TOOL_READ, DEXA_APPROVAL_NONE,
+                          asking_fn, NULL);
   dexa_agent_def def;
   dexa_agent_def_init(&def, sizeof def);
   def.models = &m;
@@ -168,6 +184,13 @@ static void questions_and_timers(tour *t) {
   expect(t, decide(t, "answer_question", "{\"call_id\":\"%s\",\"answer\":\"red\"}") == DEXA_OK,
          "choice");
   memhost_run(t->h);
+  expect(t, say(t, "/tool size_up {}") == DEXA_OK, "a tool that asks");
+  memhost_run(t->h);
+  expect(t, memhost_pending(t->h, "AwaitQuestionAnswer") == 1, "the tool's question waits");
+  expect(t, decide(t, "answer_question", "{\"call_id\":\"%s\",\"answer\":\"L\"}") == DEXA_OK,
+         "the tool's answer");
+  memhost_run(t->h);
+  expect(t, memhost_pending(t->h, "AwaitQuestionAnswer") == 0, "the tool finished");
   expect(t, say(t, "/wait 5 tea") == DEXA_OK, "wait");
   memhost_run(t->h);
   expect(t, memhost_pending(t->h, "AwaitTimer") == 1, "a timer waits");

@@ -31,7 +31,8 @@ static const char *const OTHER_CAMEL[] = {"WaitFor", "PostgreSQL", "JavaScript",
 /* Other libraries' names the docs use. */
 static const char *const EXTERNAL[] = {"con_cls",          "curl_version_info",
                                        "napi_threadsafe_function",
-                                       "pg_stat_activity", "pg_stat_database", "deadlock_timeout",
+                                       "pg_stat_activity", "pg_stat_database", "pg_stat_statements",
+                                       "deadlock_timeout",
                                        NULL};
 
 /* ---- a set of strings ---- */

@@ -7,7 +7,8 @@
  *     of the demo model, on the embedded runtime with a fake clock) is one
  *     the description's transitions list, and every transition listed
  *     happens at least once;
- *   - the session view shows the Steps that ran and the rows it has now. */
+ *   - the session view shows the Steps that ran and the rows it has now.
+ * test-needs: sqlite postgresql */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>

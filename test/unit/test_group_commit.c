@@ -3,7 +3,8 @@
  * single-attempt Step never starts before its lease is durable.
  *
  * This program defines fdatasync itself, so the library's (and SQLite's)
- * calls come here: a gate can hold every sync, or make it fail. */
+ * calls come here: a gate can hold every sync, or make it fail.
+ * test-needs: sqlite */
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>

@@ -2,7 +2,8 @@
  * parsing, query and form encoding, base64url, PKCE (RFC 7636's own
  * example), JWT client assertions (verified with the public key), the file
  * token store (modes, records, two processes at once), the "auth" keys of
- * the configuration and their redaction, and the completion's refusals. */
+ * the configuration and their redaction, and the completion's refusals.
+ * test-needs: mcp-http */
 #include <cjson/cJSON.h>
 #include <dexagents/dexagents.h>
 #include <mbedtls/asn1write.h>

@@ -2,7 +2,8 @@
  * store values (test/fuzz/corpus/<target>/)
  * through the same entry points libFuzzer calls, so `make check` (and its
  * ASan build) runs every input a fuzzing session kept. Each target's
- * LLVMFuzzerTestOneInput is included here under its own name. */
+ * LLVMFuzzerTestOneInput is included here under its own name.
+ * test-needs: providers mcp-http */
 #include <dirent.h>
 #include <stdlib.h>
 

@@ -6,7 +6,8 @@
  * images in each provider's format; the Gemini and Bedrock stream decoders
  * (finish reasons, full usage, signatures kept verbatim), the AWS event
  * stream framing, SigV4 against the AWS test suite's vectors, Azure's
- * URLs, bearer tokens from a command, and the cost of a call. */
+ * URLs, bearer tokens from a command, and the cost of a call.
+ * test-needs: providers */
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>

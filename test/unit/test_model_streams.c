@@ -3,7 +3,8 @@
  * small pieces), hostile streams, the request bodies (a stored item is
  * replayed byte for byte; other clients' messages are translated; tool
  * results pair by call id), retry classification, options, and the HTTP
- * layer's timeout against a socket that never answers. */
+ * layer's timeout against a socket that never answers.
+ * test-needs: providers */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>

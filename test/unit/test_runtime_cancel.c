@@ -1,7 +1,8 @@
 /* A running call learns that its turn was stopped: the flow description
  * marks interrupting RPCs ("interrupts":true), and once one commits the
  * runtime makes the dexa_call.cancelled of the session's running tasks
- * return 1. Nothing else changes: the task's result is still applied. */
+ * return 1. Nothing else changes: the task's result is still applied.
+ * test-needs: sqlite postgresql */
 #include "testing.h"
 #include "test_runtime_fake.h"
 

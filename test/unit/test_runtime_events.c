@@ -1,5 +1,6 @@
 /* The event stream: durable events with tokens, resume, invalid tokens,
- * retention head, live deltas, long poll, snapshot resume_token. */
+ * retention head, live deltas, long poll, snapshot resume_token.
+ * test-needs: sqlite postgresql */
 #include "testing.h"
 #include "test_runtime_fake.h"
 

@@ -4,7 +4,8 @@
  * workload that starts and abandons sessions forever with a store that
  * stays bounded. Nothing here waits for real time except the worker
  * thread test, which waits for a condition with a generous deadline.
- * Runs on PostgreSQL too (test/pg/suites.sh sets DEXA_TEST_STORE). */
+ * Runs on PostgreSQL too (test/pg/suites.sh sets DEXA_TEST_STORE).
+ * test-needs: sqlite postgresql */
 #include <cjson/cJSON.h>
 #include <dexagents/dexagents.h>
 #include <stdatomic.h>

@@ -1,5 +1,6 @@
 /* Worker threads and group commit: many sessions run to the end on two
- * threads; every step runs exactly once when nothing fails. */
+ * threads; every step runs exactly once when nothing fails.
+ * test-needs: sqlite postgresql */
 #include "testing.h"
 #include "test_runtime_fake.h"
 

@@ -3,7 +3,8 @@
  * memory only at the session's current data version; a commit puts its
  * writes in, a rolled-back savepoint's writes never arrive, and a write by
  * another store on the same file (another process) makes the next reader
- * read the session again. The bound drops least recently used sessions. */
+ * read the session again. The bound drops least recently used sessions.
+ * test-needs: sqlite postgresql */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,8 @@
  * database; outside a transaction a change is written at once; statements
  * given the memo's skey touch the right session. Each check reads the
  * result through a second store on the same file, as another process would,
- * so it sees only what was committed. */
+ * so it sees only what was committed.
+ * test-needs: sqlite postgresql */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,15 @@ static int open_side(const char *name, side *s, int fresh) {
     temp_store_path(path, sizeof path, file);
   }
   return temp_side_open(s, path, 0);
+}
+
+/* Two connections (two processes' worth) on one new store. A store that
+ * cannot be opened fails the test: it must never pass by doing nothing. */
+static int open_both(const char *name, side *a, side *b) {
+  if (open_side(name, a, 1) == DEXA_OK && open_side(name, b, 0) == DEXA_OK) return 1;
+  fprintf(stderr, "    cannot open the test store %s\n", path);
+  t_current_failed = 1;
+  return 0;
 }
 
 static int add_sessions(dexa__store_conn *c, const char *a, const char *b) {
@@ -64,7 +74,7 @@ static const char *committed(side *other, const char *sid) { return committed_ro
 
 static void test_counters_are_raised_in_memory_and_written_at_commit(void) {
   side a = {0}, b = {0};
-  if (open_side("commit", &a, 1) != DEXA_OK || open_side("commit", &b, 0) != DEXA_OK) goto done;
+  if (!open_both("commit", &a, &b)) goto done;
   dexa__store_conn *c = a.conn;
   CHECK_EQ_INT(add_sessions(c, "s1", NULL), DEXA_OK);
   int64_t seq = 0, ord = 0;
@@ -103,8 +113,7 @@ done:
 
 static void test_a_rolled_back_savepoint_restores_the_rows(void) {
   side a = {0}, b = {0};
-  if (open_side("savepoint", &a, 1) != DEXA_OK || open_side("savepoint", &b, 0) != DEXA_OK)
-    goto done;
+  if (!open_both("savepoint", &a, &b)) goto done;
   dexa__store_conn *c = a.conn;
   CHECK_EQ_INT(add_sessions(c, "s1", "s2"), DEXA_OK);
   int64_t seq = 0, ord = 0;
@@ -151,7 +160,7 @@ static int see_session(void *ctx, const dexa__session_row *row) {
  * the open savepoint; rolling that back must leave them to the commit. */
 static void test_counters_written_early_survive_a_savepoint_rollback(void) {
   side a = {0}, b = {0};
-  if (open_side("early", &a, 1) != DEXA_OK || open_side("early", &b, 0) != DEXA_OK) goto done;
+  if (!open_both("early", &a, &b)) goto done;
   dexa__store_conn *c = a.conn;
   CHECK_EQ_INT(add_sessions(c, "s1", NULL), DEXA_OK);
   int64_t seq = 0;
@@ -172,8 +181,7 @@ done:
 
 static void test_outside_a_transaction_a_change_is_written_at_once(void) {
   side a = {0}, b = {0};
-  if (open_side("autocommit", &a, 1) != DEXA_OK || open_side("autocommit", &b, 0) != DEXA_OK)
-    goto done;
+  if (!open_both("autocommit", &a, &b)) goto done;
   dexa__store_conn *c = a.conn;
   CHECK_EQ_INT(add_sessions(c, "s1", NULL), DEXA_OK);
   int64_t seq = 0;
@@ -211,7 +219,7 @@ static int see_attr(void *ctx, const char *key, size_t klen, const char *val, si
  * memo) read back apart, inside it and after it. */
 static void test_each_session_keeps_its_own_data(void) {
   side a = {0}, b = {0};
-  if (open_side("skey", &a, 1) != DEXA_OK || open_side("skey", &b, 0) != DEXA_OK) goto done;
+  if (!open_both("skey", &a, &b)) goto done;
   dexa__store_conn *c = a.conn;
   CHECK_EQ_INT(add_sessions(c, "s1", "s2"), DEXA_OK);
   CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);

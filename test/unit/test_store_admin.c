@@ -2,7 +2,8 @@
  * copy reads the same snapshot and events and goes on where the original
  * stopped), refuses a destination that has a session already and the same
  * store twice; dexa_store_check finds what the library would not write;
- * dexa_store_vacuum gives free pages back. */
+ * dexa_store_vacuum gives free pages back.
+ * test-needs: sqlite postgresql */
 #include <cjson/cJSON.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -11,80 +12,9 @@
 
 #include "dexagents/dexagents.h"
 #include "dexagents/store.h"
+#include "support/admin_fill.h"
 #include "support/temp_store.h"
 #include "testing.h"
-
-static dexa_agent *demo_agent(void) {
-  dexa_model *m = NULL;
-  dexa_agent *a = NULL;
-  if (dexa_model_demo_new(&m, "mock/dex") != DEXA_OK) return NULL;
-  dexa_agent_def def;
-  dexa_agent_def_init(&def, sizeof def);
-  def.models = &m;
-  def.model_count = 1;
-  def.builtin_tools = DEXA_BUILTIN_ALL;
-  char err[256];
-  dexa_agent_new(&a, &def, err, sizeof err);
-  dexa_model_free(m);
-  return a;
-}
-
-static dexa_runtime *open_rt(const dexa_agent *a, const char *path) {
-  dexa_runtime_options o;
-  dexa_runtime_options_init(&o, sizeof o);
-  o.store = path;
-  o.sqlite_synchronous = "normal";
-  dexa_runtime *rt = NULL;
-  char err[256];
-  if (dexa_runtime_new(&rt, a, &o, err, sizeof err) != DEXA_OK) fprintf(stderr, "    %s\n", err);
-  return rt;
-}
-
-static int send(dexa_runtime *rt, const char *sid, const char *text) {
-  char in[512], *out = NULL;
-  size_t n;
-  snprintf(in, sizeof in, "{\"text\":\"%s\"}", text);
-  int rc = dexa_runtime_call(rt, sid, "send_message", in, strlen(in), &out, &n);
-  dexa_free(out);
-  return rc == DEXA_OK ? dexa_runtime_run_ready(rt, NULL) : rc;
-}
-
-static cJSON *snapshot(dexa_runtime *rt, const char *sid) {
-  char *out = NULL;
-  size_t n;
-  if (dexa_runtime_call(rt, sid, "snapshot", "{}", 2, &out, &n) != DEXA_OK) return NULL;
-  cJSON *doc = cJSON_Parse(out);
-  dexa_free(out);
-  return doc;
-}
-
-/* The durable events (live deltas are this process's only). */
-static char *events(dexa_runtime *rt, const char *sid) {
-  char *out = NULL;
-  size_t n;
-  if (dexa_runtime_read_events(rt, sid, "", 1000, 0, &out, &n) != DEXA_OK) return NULL;
-  cJSON *doc = cJSON_Parse(out), *list = cJSON_GetObjectItemCaseSensitive(doc, "events");
-  dexa_free(out);
-  for (cJSON *e = list ? list->child : NULL, *next; e; e = next) {
-    next = e->next;
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "live"))) cJSON_Delete(cJSON_DetachItemViaPointer(list, e));
-  }
-  out = cJSON_PrintUnformatted(doc);
-  cJSON_Delete(doc);
-  return out;
-}
-
-/* Two sessions: one idle after a turn, one waiting on a timer with a
- * message queued behind it (a live Step row, a channel message). */
-static int fill(dexa_runtime *rt) {
-  int rc = dexa_runtime_start_session(rt, "s-one", NULL, 0, NULL, NULL);
-  if (rc == DEXA_OK) rc = dexa_runtime_start_session(rt, "s-two", "{\"model\":\"mock/dex\"}", 20, NULL, NULL);
-  if (rc == DEXA_OK) rc = dexa_runtime_run_ready(rt, NULL);
-  if (rc == DEXA_OK) rc = send(rt, "s-one", "hello");
-  if (rc == DEXA_OK) rc = send(rt, "s-two", "/wait 3600 tea");
-  if (rc == DEXA_OK) rc = send(rt, "s-two", "after the tea");
-  return rc;
-}
 
 static int64_t num(const cJSON *o, const char *k) {
   return (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k));
@@ -94,10 +24,10 @@ static void test_copy_carries_every_session_whole(void) {
   char a[512], b[512];
   temp_store_path(a, sizeof a, "admin-src");
   temp_store_path(b, sizeof b, "admin-dst");
-  dexa_agent *agent = demo_agent();
-  dexa_runtime *src = agent ? open_rt(agent, a) : NULL;
+  dexa_agent *agent = fill_agent();
+  dexa_runtime *src = agent ? fill_runtime(agent, a) : NULL;
   CHECK(src);
-  CHECK_EQ_INT(fill(src), DEXA_OK);
+  CHECK_EQ_INT(fill_sessions(src), DEXA_OK);
   char *out = NULL, err[256] = "";
   CHECK_EQ_INT(dexa_store_copy(a, b, &out, NULL, err, sizeof err), DEXA_OK);
   cJSON *report = cJSON_Parse(out);
@@ -108,16 +38,16 @@ static void test_copy_carries_every_session_whole(void) {
   CHECK(num(report, "steps") >= 3);                  /* AwaitTimer, ResumeTurn, AwaitUserMessage */
   CHECK(num(report, "events") > 10);
   cJSON_Delete(report);
-  dexa_runtime *dst = open_rt(agent, b);
+  dexa_runtime *dst = fill_runtime(agent, b);
   CHECK(dst);
   const char *ids[] = {"s-one", "s-two"};
   for (int i = 0; i < 2; i++) {
-    cJSON *x = snapshot(src, ids[i]), *y = snapshot(dst, ids[i]);
+    cJSON *x = fill_snapshot(src, ids[i]), *y = fill_snapshot(dst, ids[i]);
     CHECK(x && y);
     CHECK(cJSON_Compare(x, y, 1));
     cJSON_Delete(x);
     cJSON_Delete(y);
-    char *ex = events(src, ids[i]), *ey = events(dst, ids[i]);
+    char *ex = fill_events(src, ids[i]), *ey = fill_events(dst, ids[i]);
     CHECK(ex && ey);
     CHECK_STR(ey, ex);
     cJSON_free(ex);
@@ -130,7 +60,7 @@ static void test_copy_carries_every_session_whole(void) {
   CHECK_EQ_INT(dexa_runtime_call(dst, "s-two", "cancel_turn", "{}", 2, &resp, &n), DEXA_OK);
   dexa_free(resp);
   CHECK_EQ_INT(dexa_runtime_run_ready(dst, NULL), DEXA_OK);
-  char *ev = events(dst, "s-two");
+  char *ev = fill_events(dst, "s-two");
   CHECK_CONTAINS(ev, "Local demo response: after the tea");
   cJSON_free(ev);
   /* and new sessions there get their own numbers */
@@ -159,10 +89,10 @@ static void test_copy_refuses_a_session_already_there_and_the_same_store(void) {
   char a[512], b[512];
   temp_store_path(a, sizeof a, "admin-src2");
   temp_store_path(b, sizeof b, "admin-dst2");
-  dexa_agent *agent = demo_agent();
-  dexa_runtime *src = agent ? open_rt(agent, a) : NULL, *dst = agent ? open_rt(agent, b) : NULL;
+  dexa_agent *agent = fill_agent();
+  dexa_runtime *src = agent ? fill_runtime(agent, a) : NULL, *dst = agent ? fill_runtime(agent, b) : NULL;
   CHECK(src && dst);
-  CHECK_EQ_INT(fill(src), DEXA_OK);
+  CHECK_EQ_INT(fill_sessions(src), DEXA_OK);
   CHECK_EQ_INT(dexa_runtime_start_session(dst, "s-zero", NULL, 0, NULL, NULL), DEXA_OK);
   CHECK_EQ_INT(dexa_runtime_start_session(dst, "s-two", NULL, 0, NULL, NULL), DEXA_OK);
   dexa_runtime_free(dst);
@@ -194,10 +124,10 @@ static int exec_sql(const char *path, const char *sql) {
 static void test_check_finds_what_the_library_would_not_write(void) {
   char a[512];
   temp_store_path(a, sizeof a, "admin-check");
-  dexa_agent *agent = demo_agent();
-  dexa_runtime *rt = agent ? open_rt(agent, a) : NULL;
+  dexa_agent *agent = fill_agent();
+  dexa_runtime *rt = agent ? fill_runtime(agent, a) : NULL;
   CHECK(rt);
-  CHECK_EQ_INT(fill(rt), DEXA_OK);
+  CHECK_EQ_INT(fill_sessions(rt), DEXA_OK);
   dexa_runtime_free(rt);
   char *out = NULL, err[256] = "";
   int rc0 = dexa_store_check(a, &out, NULL, err, sizeof err);
@@ -240,10 +170,10 @@ static void test_check_finds_what_the_library_would_not_write(void) {
 static void test_vacuum_gives_free_pages_back(void) {
   char a[512];
   temp_store_path(a, sizeof a, "admin-vacuum");
-  dexa_agent *agent = demo_agent();
-  dexa_runtime *rt = agent ? open_rt(agent, a) : NULL;
+  dexa_agent *agent = fill_agent();
+  dexa_runtime *rt = agent ? fill_runtime(agent, a) : NULL;
   CHECK(rt);
-  CHECK_EQ_INT(fill(rt), DEXA_OK);
+  CHECK_EQ_INT(fill_sessions(rt), DEXA_OK);
   dexa_runtime_free(rt);
   CHECK_EQ_INT(exec_sql(a, "CREATE TABLE junk(x); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL "
                            "SELECT i + 1 FROM n WHERE i < 2000) INSERT INTO junk SELECT "

@@ -1,6 +1,7 @@
 /* The SQLite store's layout: attributes, channel messages and events in one
  * table keep their own orders; a version 1 file (separate tables) is
- * migrated on open with nothing lost; a newer version is refused. */
+ * migrated on open with nothing lost; a newer version is refused.
+ * test-needs: sqlite postgresql */
 #include <pthread.h>
 #include <stdint.h>
 #include <sqlite3.h>
@@ -25,7 +26,7 @@ static void fresh_path(const char *name) {
 
 static dexa__store *open_store(int *rc, char *err, size_t n) {
   dexa__store *s = NULL;
-  dexa__store_config cfg = {path, "normal", 0};
+  dexa__store_config cfg = {path, "normal", 0, NULL, NULL};
   *rc = dexa__store_open(&s, &cfg, err, n);
   return s;
 }
@@ -493,7 +494,7 @@ static void test_version_1_file_is_migrated_with_nothing_lost(void) {
   CHECK_EQ_INT(seq, 3);
   CHECK_EQ_INT(ord, 4);
   close_conn(s, c);
-  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 4);
+  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 5);
   CHECK_EQ_INT(count_rows("SELECT count(*) FROM sessions WHERE data_ver = 0"), 1);
   CHECK_EQ_INT(count_rows("SELECT skey FROM sessions WHERE session_id = 'old'"), 1);
   CHECK_EQ_INT(count_rows("SELECT skey FROM sessions WHERE session_id = 'new'"), 2);
@@ -543,10 +544,50 @@ static void test_version_2_file_gets_data_versions(void) {
   CHECK_EQ_INT(c->ops->session_data_version(c, "old", &ver), DEXA_OK);
   CHECK_EQ_INT(ver, 1);
   close_conn(s, c);
-  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 4);
+  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 5);
   /* Version 4: sessions count as active at the upgrade (no idle end at once). */
   CHECK_EQ_INT(count_rows("SELECT count(*) FROM sessions WHERE active_ms > 1600000000000"), 1);
   CHECK_EQ_INT(count_rows("SELECT count(*) FROM sqlite_schema WHERE name = 'sessions_active'"), 1);
+}
+
+/* The version 3 layout of steps: no lost_workers. */
+static const char v3_steps[] =
+    "CREATE TABLE steps(session_id TEXT NOT NULL, exec_id TEXT NOT NULL,"
+    " step_type TEXT NOT NULL, ord INTEGER NOT NULL, state INTEGER NOT NULL,"
+    " method INTEGER NOT NULL, attempt INTEGER NOT NULL, cancelled INTEGER NOT NULL,"
+    " input TEXT, options TEXT, wait TEXT, conditions TEXT, recovery_error TEXT,"
+    " due_ms INTEGER, lease_owner TEXT, lease_until INTEGER NOT NULL,"
+    " started_ms INTEGER NOT NULL, PRIMARY KEY(session_id, exec_id)) WITHOUT ROWID;"
+    "INSERT INTO steps VALUES('old', 'RunModel-3', 'RunModel', 3, 3, 2, 2, 0, 'null', NULL,"
+    " NULL, NULL, NULL, 0, 'w', 0, 0);"
+    "UPDATE dexa_meta SET value = '3' WHERE key = 'schema_version';";
+
+/* Version 3 gains the lost-worker count of each Step row, 0 for old rows,
+ * and a count written is read back. */
+static void test_version_3_file_gets_lost_worker_counts(void) {
+  fresh_path("v3");
+  CHECK_EQ_INT(make_file(v2_file), SQLITE_OK);
+  CHECK_EQ_INT(make_file("ALTER TABLE sessions ADD COLUMN data_ver INTEGER NOT NULL DEFAULT 0"),
+               SQLITE_OK);
+  CHECK_EQ_INT(make_file(v3_steps), SQLITE_OK);
+  dexa__store *s = NULL;
+  dexa__store_conn *c = store_connect(&s);
+  if (!c) return;
+  dexa__step_row row;
+  CHECK_EQ_INT(c->ops->step_get(c, "old", "RunModel-3", &row), DEXA_OK);
+  CHECK_EQ_INT(row.attempt, 2);
+  CHECK_EQ_INT(row.lost_workers, 0);
+  row.lost_workers = 4;
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->step_update(c, &row), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  dexa__step_row_free(&row);
+  CHECK_EQ_INT(c->ops->step_get(c, "old", "RunModel-3", &row), DEXA_OK);
+  CHECK_EQ_INT(row.lost_workers, 4);
+  dexa__step_row_free(&row);
+  close_conn(s, c);
+  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 5);
+  CHECK_EQ_INT(count_rows("SELECT lost_workers FROM steps"), 4);
 }
 
 static void test_newer_version_is_refused_and_left_alone(void) {
@@ -588,6 +629,7 @@ int main(void) {
   RUN(test_a_damaged_packed_value_reads_as_corrupt);
   RUN(test_version_1_file_is_migrated_with_nothing_lost);
   RUN(test_version_2_file_gets_data_versions);
+  RUN(test_version_3_file_gets_lost_worker_counts);
   RUN(test_newer_version_is_refused_and_left_alone);
   RUN(test_a_file_that_is_not_a_database_is_refused);
   unlink(path);

@@ -34,6 +34,7 @@ static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor d[] = {
       FN("load", js_load),
       FN("version", js_version),
+      FN("buildInfo", js_build_info),
       FN("errorInfo", js_error_info),
       FN("cancelToken", js_cancel_token),
       FN("cancel", js_cancel),

@@ -12,6 +12,7 @@
 
 #define DEXA_API_FUNCS(X)                                                              \
   X(dexa_free) X(dexa_version) X(dexa_version_num) X(dexa_strerror) X(dexa_error_name)   \
+  X(dexa_build_info) X(dexa_build_has)                                                  \
   X(dexa_error_class) X(dexa_model_demo_new) X(dexa_model_client_new) X(dexa_model_free) \
   X(dexa_harness_claude_code_new)                                                       \
   X(dexa_model_name) X(dexa_tool_source_free) X(dexa_tool_source_name)                   \

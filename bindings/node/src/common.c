@@ -169,6 +169,12 @@ napi_value js_version(napi_env env, napi_callback_info info) {
   return str_val(env, lib.dexa_version(), NAPI_AUTO_LENGTH);
 }
 
+/* buildInfo() -> the JSON text of dexa_build_info (index.js parses it). */
+napi_value js_build_info(napi_env env, napi_callback_info info) {
+  if (!require_lib(env)) return NULL;
+  return str_val(env, lib.dexa_build_info(), NAPI_AUTO_LENGTH);
+}
+
 napi_value js_error_info(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1], obj;

@@ -112,6 +112,7 @@ int64_t mono_ms(void);
 
 /* Module functions of each part (registered by addon.c). */
 napi_value js_version(napi_env env, napi_callback_info info);
+napi_value js_build_info(napi_env env, napi_callback_info info);
 napi_value js_error_info(napi_env env, napi_callback_info info);
 napi_value js_load(napi_env env, napi_callback_info info);
 napi_value js_cancel_token(napi_env env, napi_callback_info info);

@@ -32,6 +32,8 @@ state): :mod:`dexagents.host`.
 """
 from __future__ import annotations
 
+import json
+
 from . import host
 from ._native import LibraryNotFoundError, ffi, lib, load_library, s
 from ._version import __version__
@@ -71,8 +73,22 @@ def version() -> str:
     return s(lib.dexa_version())
 
 
+def build_info() -> dict:
+    """What the loaded C library contains (dexa_build_info(3)): ``{"version",
+    "features": ["core", ..., "sqlite"], "options": {"WITH_HTTP": True, ...},
+    "libraries": [...]}``. A library built with ``make MINIMAL=1`` has neither
+    provider clients nor stores; their functions raise UnsupportedError."""
+    return json.loads(s(lib.dexa_build_info()))
+
+
+def build_has(feature: str) -> bool:
+    """True when the loaded C library has feature ("http", "providers",
+    "mcp-http", "connectors", "sqlite", "postgresql", "core", ...)."""
+    return lib.dexa_build_has(feature.encode()) == 1
+
+
 __all__ = [
-    "__version__", "version", "load_library", "LibraryNotFoundError", "ffi", "lib", "host",
+    "__version__", "version", "build_info", "build_has", "load_library", "LibraryNotFoundError", "ffi", "lib", "host",
     # agent
     "Agent", "AgentDefinition", "BuiltInTool", "CompactionPolicy", "McpToolSource", "Model",
     "Harness", "ModelRequest", "ModelReply", "ReplyItem", "ProposedToolCall", "Usage", "error_code",

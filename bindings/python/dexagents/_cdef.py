@@ -23,6 +23,8 @@ typedef struct dexa_mcp_config dexa_mcp_config;
 void dexa_free(void *ptr);
 const char *dexa_version(void);
 uint32_t dexa_version_num(void);
+const char *dexa_build_info(void);
+int dexa_build_has(const char *feature);
 const char *dexa_strerror(int code);
 const char *dexa_error_name(int code);
 int dexa_error_class(int code);
@@ -238,6 +240,7 @@ int dexa_wait_evaluate(char **out, size_t *out_len, const char *wait_json, size_
 
 /* runtime.h */
 typedef int64_t (*dexa_clock_fn)(void *user_data);
+typedef void (*dexa_log_fn)(void *user_data, int32_t level, const char *message);
 typedef struct dexa_runtime_options {
   uint32_t struct_size;
   int32_t reserved0;
@@ -249,6 +252,8 @@ typedef struct dexa_runtime_options {
   void *clock_user_data;
   int64_t events_retained;
   int64_t session_cache_bytes;
+  dexa_log_fn log;
+  void *log_user_data;
   int64_t session_idle_timeout_ms;
   int64_t session_retention_ms;
   int64_t sweep_interval_ms;

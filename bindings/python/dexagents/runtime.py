@@ -69,6 +69,15 @@ class _Guard:
                 self.cv.wait()
 
 
+def _log_onerror(exc: Any, value: Any, tb: Any) -> None:
+    return None
+
+
+@ffi.callback("void(void *, int32_t, const char *)", onerror=_log_onerror)
+def _log_trampoline(user: Any, level: int, message: Any) -> None:
+    ffi.from_handle(user)(int(level), ffi.string(message).decode("utf-8", "replace"))
+
+
 class Runtime:
     """The embedded runtime of ``agent`` on ``store`` (":memory:", a SQLite
     path, "sqlite:PATH"), with ``workers`` worker threads (0: none; drive it
@@ -81,8 +90,13 @@ class Runtime:
     (64 MiB; 0 turns the cache off), ``session_idle_timeout_ms`` (30 days;
     0 never ends an idle session), ``session_retention_ms`` (7 days; 0
     keeps ended sessions), ``sweep_interval_ms`` (60000; 0: no automatic
-    sweep). ``exit_timeout`` bounds how long the
-    interpreter's exit waits for this runtime's running tools (seconds).
+    sweep). ``log``: a callable ``log(level,
+    message)`` that receives the errors the runtime handles itself (level
+    1 error, 2 warning, 3 info, 4 debug; see dexa_runtime_new(3)); it is
+    called from the runtime's threads, must return quickly, must not call
+    this runtime, and its exceptions are ignored. ``exit_timeout`` bounds
+    how long the interpreter's exit waits for this runtime's running tools
+    (seconds).
 
     Failures raise the :class:`~dexagents.DexaError` subclass of their code,
     with the error document's message. Blocking calls release the GIL, so
@@ -98,6 +112,7 @@ class Runtime:
                  session_idle_timeout_ms: Optional[int] = None,
                  session_retention_ms: Optional[int] = None,
                  sweep_interval_ms: Optional[int] = None,
+                 log: Optional[Callable[[int, str], Any]] = None,
                  exit_timeout: float = 5.0) -> None:
         """Opens the store (creating it when missing) and starts ``workers``
         worker threads."""
@@ -128,6 +143,14 @@ class Runtime:
             o.session_retention_ms = session_retention_ms
         if sweep_interval_ms is not None:
             o.sweep_interval_ms = sweep_interval_ms
+        # Kept as long as this object: the C runtime may log until it is freed.
+        self._log_handle = None
+        if log is not None:
+            if not callable(log):
+                raise TypeError("log must be callable(level, message)")
+            self._log_handle = ffi.new_handle(log)
+            o.log = _log_trampoline
+            o.log_user_data = self._log_handle
         out = ffi.new("dexa_runtime **")
         err = ffi.new("char[512]")
         self._check(lib.dexa_runtime_new(out, agent._h, o, err, 512), s(err))
@@ -166,7 +189,7 @@ class Runtime:
                 lib.dexa_runtime_free(g.handle)  # joins the workers (GIL released)
                 _lifecycle.unregister(self)
                 del agent_ref[:]
-            agent_ref = [agent]
+            agent_ref = [agent, self._log_handle]  # both outlive the C runtime
             g.closer = _lifecycle.close_in_background(free, "dexagents-close")
             return g.closer
 

@@ -318,6 +318,15 @@ function setReasoning(li, text) {
   d.querySelector('.reasoning-text').textContent = text;
 }
 
+// An answer cut at the model's output token limit says so under its text.
+function setTruncated(li, truncated) {
+  const have = li.querySelector('.truncated');
+  if (!truncated) { if (have) have.remove(); return; }
+  if (have) return;
+  li.querySelector('.answer').after(h('p', { class: 'truncated', role: 'note',
+    text: 'The answer was cut short: the model reached its output token limit.' }));
+}
+
 // A stored message, from a snapshot, a page of older ones or an event.
 function mergeMessage(m) {
   if (m.role === 'user') return userItem(m);
@@ -356,6 +365,7 @@ function mergeMessage(m) {
   li.dataset.seq = m.seq;
   if (m.reasoning) setReasoning(li, m.reasoning);
   if (m.text !== undefined) setAnswer(li, m.text || '', false);
+  setTruncated(li, m.finish_reason === 'length');
   for (const c of calls) {
     const call = callState(c.call_id, c.name, c.arguments);
     if (!call.card) attachCard(call, li);
@@ -1027,6 +1037,30 @@ async function startChat(text, planMode) {
   await sendText(text, planMode);
 }
 
+// ---- the session graph ------------------------------------------------------------------------------
+// A side panel with the session's flow (graph-panel.js, GET sessions/ID/graph):
+// drawn when it opens, and again after each turn while it is open.
+
+const graph = { open: false, panel: null, sessionId: null };
+
+function showGraph(open) {
+  graph.open = open && !!S.id;
+  $('graph-panel').hidden = !graph.open;
+  $('graph-toggle').setAttribute('aria-expanded', String(graph.open));
+  $('graph-toggle').setAttribute('aria-label', graph.open ? 'Hide the session graph' : 'Show the session graph');
+  refreshGraph();
+}
+
+function refreshGraph() {
+  if (!graph.open || !S.id || !S.token || !window.DexaGraphPanel) return;
+  if (graph.sessionId === S.id && graph.panel) { graph.panel.refresh(); return; }
+  graph.sessionId = S.id;
+  graph.panel = window.DexaGraphPanel.mount($('graph-view'), { base: BASE, sessionId: S.id, token: S.token, inlineStyle: false });
+}
+
+$('graph-toggle').addEventListener('click', () => showGraph(!graph.open));
+$('close-graph').addEventListener('click', () => showGraph(false));
+
 // ---- a chat --------------------------------------------------------------------------------------------
 
 function resetChat(id) {
@@ -1043,6 +1077,11 @@ function resetChat(id) {
   banner('');
   document.body.dataset.textDeltas = '0';
   setStream('');
+  graph.panel = null;
+  graph.sessionId = null;
+  $('graph-view').replaceChildren();
+  $('graph-toggle').hidden = !id;
+  if (!id) showGraph(false);
 }
 
 function openSession(id) {
@@ -1060,6 +1099,7 @@ function openSession(id) {
     return;
   }
   const gen = S.gen;
+  refreshGraph();
   loadSnapshot(gen, true).then((ok) => { if (ok) streamEvents(gen); });
 }
 
@@ -1257,12 +1297,14 @@ function onEvent(ev) {
       S.retry = null;
       noteItem(ev.turn, ev.action === 'steer' ? 'Interrupted: continuing with your new message' : 'Stopped');
       scheduleSnapshot();
+      refreshGraph();
       break;
     case 'turn_finished':
       S.turn = { ...S.turn, status: 'idle', control: null };
       endLive();
       S.retry = null;
       scheduleSnapshot();
+      refreshGraph();
       break;
     case 'turn_failed':
       S.turn = { ...S.turn, status: 'failed', control: null, error: ev.error };
@@ -1270,6 +1312,7 @@ function onEvent(ev) {
       S.retry = null;
       errorCard(ev.turn, ev.error);
       scheduleSnapshot();
+      refreshGraph();
       break;
     default:
       break;

@@ -9,7 +9,7 @@
 //
 // The page mounts it where it wants the panel and refreshes it after each
 // turn:
-//   const panel = DexaGraphPanel.mount(element, {base, sessionId, token});
+//   const panel = DexaGraphPanel.mount(element, {base, sessionId, token, inlineStyle});
 //   panel.refresh();
 // render(doc) returns the SVG text alone (used by the tests under node).
 (function (root) {
@@ -93,11 +93,14 @@
     '.edge{stroke:#94a3b8;stroke-width:1.1;fill:none}.edge.recovery{stroke:#b91c1c;stroke-dasharray:6 3}' +
     '.edge.publish{stroke-dasharray:2 3}.edge.wait{stroke:#475569;stroke-width:2}';
 
-  function render(doc) {
+  // opts.inlineStyle (default true): the SVG carries its own <style>. A page
+  // whose Content-Security-Policy refuses inline styles (the AI Agent page's
+  // style-src 'self') passes false and styles .dexa-graph in its own sheet.
+  function render(doc, opts = {}) {
     const { boxes, width, height } = layout(doc);
     const out = [
       `<svg xmlns="http://www.w3.org/2000/svg" class="dexa-graph" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}">`,
-      `<style>${STYLE}</style>`,
+      opts.inlineStyle === false ? '' : `<style>${STYLE}</style>`,
       '<defs><marker id="dexa-arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto">' +
         '<path d="M0,0 L8,4 L0,8 z" fill="#64748b"/></marker></defs>',
     ];
@@ -136,7 +139,8 @@
   function mount(element, opts) {
     async function refresh() {
       try {
-        element.innerHTML = render(await fetchGraph(opts.base, opts.sessionId, opts.token));
+        element.innerHTML = render(await fetchGraph(opts.base, opts.sessionId, opts.token),
+          { inlineStyle: opts.inlineStyle });
       } catch (err) {
         element.textContent = 'The session graph is not available: ' + err.message;
       }
