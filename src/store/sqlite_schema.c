@@ -121,14 +121,20 @@ static int exec(sqlite3 *db, const char *sql, char *errmsg, size_t n) {
   return r == SQLITE_OK ? DEXA_OK : dexa__sq_err(r);
 }
 
-static int has_lost_workers(sqlite3 *db) {
+static int has_column(sqlite3 *db, const char *sql) {
   sqlite3_stmt *st = NULL;
   int has = 0;
-  if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('steps') WHERE name = 'lost_workers'",
-                         -1, &st, NULL) == SQLITE_OK)
-    has = sqlite3_step(st) == SQLITE_ROW;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) has = sqlite3_step(st) == SQLITE_ROW;
   sqlite3_finalize(st);
   return has;
+}
+
+static int has_lost_workers(sqlite3 *db) {
+  return has_column(db, "SELECT 1 FROM pragma_table_info('steps') WHERE name = 'lost_workers'");
+}
+
+static int has_active_ms(sqlite3 *db) {
+  return has_column(db, "SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'active_ms'");
 }
 
 /* Brings the open write transaction's file to SCHEMA_VERSION. */
@@ -146,7 +152,7 @@ static int upgrade(sqlite3 *db, int version, char *errmsg, size_t n) {
                 errmsg, n);
   if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1_sessions, errmsg, n);
   if (rc == DEXA_OK && (version == 1 || version == 2)) rc = exec(db, migrate_v2_sessions, errmsg, n);
-  if (rc == DEXA_OK && version >= 1 && version <= 4) rc = exec(db, migrate_v4_sessions, errmsg, n);
+  if (rc == DEXA_OK && version >= 1 && !has_active_ms(db)) rc = exec(db, migrate_v4_sessions, errmsg, n);
   if (rc == DEXA_OK) rc = exec(db, create_v5, errmsg, n);
   /* An older steps table (CREATE IF NOT EXISTS left it) lacks the column. */
   if (rc == DEXA_OK && version >= 1 && !has_lost_workers(db)) rc = exec(db, migrate_v3_steps, errmsg, n);
