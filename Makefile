@@ -136,14 +136,14 @@ ABSENT_SRCS := $(wildcard src/*/*_absent.c)
 HTTP_SRCS := $(wildcard src/http/*.c src/cli/serve.c src/cli/serve_static.c)
 CURL_SRCS := $(filter-out src/model/demo.c src/model/client_new.c,$(wildcard src/model/*.c)) \
   $(wildcard src/tools/mcp_http.c src/tools/mcp_oauth*.c src/tools/connector_slack.c \
-  src/util/curl_global.c)
+  src/util/curl_global.c src/trace/otlp_http.c)
 SQLITE_SRCS := $(wildcard src/store/sqlite*.c)
 POSTGRES_SRCS := $(wildcard src/store/pg_*.c)
 LEFT_OUT := $(if $(filter 0,$(WITH_HTTP)),$(HTTP_SRCS)) $(if $(filter 0,$(WITH_CURL)),$(CURL_SRCS)) \
   $(if $(filter 0,$(WITH_SQLITE)),$(SQLITE_SRCS)) $(if $(filter 0,$(WITH_POSTGRES)),$(POSTGRES_SRCS))
 STUBS := $(if $(filter 0,$(WITH_HTTP)),src/http/http_absent.c src/cli/serve_absent.c) \
   $(if $(filter 0,$(WITH_CURL)),src/model/providers_absent.c src/tools/mcp_http_absent.c \
-  src/tools/connector_slack_absent.c) \
+  src/tools/connector_slack_absent.c src/trace/otlp_http_absent.c) \
   $(if $(filter 0,$(WITH_SQLITE)),src/store/sqlite_absent.c) \
   $(if $(filter 0,$(WITH_POSTGRES)),src/store/pg_absent.c)
 ALL_SRCS := $(sort $(filter-out $(ABSENT_SRCS) $(LEFT_OUT),$(wildcard src/*/*.c)) $(STUBS))
@@ -190,8 +190,9 @@ DEPFILES = $(OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(TEST_SUPPORT_OBJS:.o=.d) $(TEST_BIN
 DEB_BUILD := gcc make binutils pkg-config libcjson-dev libcurl4-openssl-dev libmbedtls-dev \
   libmicrohttpd-dev libsqlite3-dev libpq-dev
 # postgresql: test/pg/suites.sh runs the store's tests on a throwaway cluster.
-# python3-*: test/python/test_packages.py installs the packages into venvs.
-DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql python3-cffi python3-venv python3-pip
+# python3-*: test/python/test_packages.py installs the packages into venvs;
+# python3-mypy: test/python/test_typing.py checks the package's type hints.
+DEB_CHECK := g++ clang abigail-tools groff-base man-db postgresql python3-cffi python3-venv python3-pip python3-mypy
 # The AI Agent page's browser tests (test/e2e) drive Debian's chromium.
 DEB_E2E := chromium
 DEB_VALGRIND := valgrind
@@ -450,7 +451,9 @@ check-valgrind:
 # its wheel and sdist with its own PEP 517 backend (standard library only) into
 # $(BUILD)/python. bindings/node is an N-API addon in C: `bindings` builds it in
 # place with $(CC) against Node's headers (bindings/node/build.js, no node-gyp,
-# no download); node-pack packs the npm tarball into $(BUILD)/node.
+# no download); node-pack packs the npm tarball into $(BUILD)/node, with the
+# pinned node-api-headers bundled (bindings/node/tools/pack.sh), so installing
+# it needs no network and no Node headers on the system.
 PYTHON ?= python3
 # Where Node has no headers (Debian's nodejs without libnode-dev), make check
 # takes them from the npm package node-api-headers (pinned), into the build folder.
@@ -479,7 +482,7 @@ python-reference:
 
 node-pack:
 	@mkdir -p $(BUILD)/node
-	cd bindings/node && npm pack --silent --pack-destination $(abspath $(BUILD)/node)
+	bash bindings/node/tools/pack.sh $(BUILD)/node
 
 # ---- ABI baseline (abigail-tools) ----------------------------------------
 # abi-update writes the reviewed baseline from a -g build (the baseline is the

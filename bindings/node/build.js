@@ -5,8 +5,12 @@
 // "install" script); `make bindings` runs it in the source tree.
 //
 // Needs:
-//  - Node's headers (node_api.h): $NODE_INCLUDE, else the include/node
-//    directory of this Node's installation prefix, /usr/include/node or
+//  - Node's headers (node_api.h): $NODE_INCLUDE, else those of the npm
+//    package node-api-headers (a pinned dependency, bundled in the packed
+//    tarball: `npm install --offline ./dexagents-x.tgz` needs no network and
+//    no system headers), else the include/node directory of this Node's
+//    installation prefix ($DEXAGENTS_NODEDIR when set, which replaces the
+//    system directories; a nonexistent one hides them), /usr/include/node or
 //    /usr/local/include/node;
 //  - libdexagents' headers (dexagents/dexagents.h): $DEXAGENTS_INCLUDE, else
 //    the source tree's include/ (when the package sits in one), else
@@ -44,10 +48,23 @@ function pkgConfig(args) {
   }
 }
 
+// The include directory of the node-api-headers package next to this one
+// (bundled: node_modules/dexagents/node_modules/node-api-headers), if any.
+function bundledNodeInclude() {
+  try {
+    const pkg = require.resolve('node-api-headers/package.json', { paths: [here] });
+    return path.join(path.dirname(pkg), 'include');
+  } catch {
+    return null;
+  }
+}
+
 function nodeIncludeCandidates() {
-  const prefix = path.resolve(path.dirname(process.execPath), '..');
-  return [process.env.NODE_INCLUDE, path.join(prefix, 'include', 'node'), '/usr/include/node',
-    '/usr/local/include/node'];
+  const nodedir = process.env.DEXAGENTS_NODEDIR;
+  const system = nodedir ? [path.join(nodedir, 'include', 'node')]
+    : [path.join(path.resolve(path.dirname(process.execPath), '..'), 'include', 'node'),
+      '/usr/include/node', '/usr/local/include/node'];
+  return [process.env.NODE_INCLUDE, bundledNodeInclude(), ...system];
 }
 
 function nodeInclude() {
@@ -78,7 +95,11 @@ function dexagentsInclude() {
 
 function libraryDir(include) {
   if (process.env.DEXAGENTS_LIBDIR) return process.env.DEXAGENTS_LIBDIR;
-  if (include === path.join(tree, 'include')) return null; // index.js finds the tree's lib/
+  // index.js finds the tree's lib/ once `make` built it; a fresh clone has
+  // none, and its library is the installed one (pkg-config's libdir).
+  if (include === path.join(tree, 'include') && fs.existsSync(path.join(tree, 'lib', 'libdexagents.so.1'))) {
+    return null;
+  }
   return pkgConfig(['--variable=libdir', 'dexagents']);
 }
 
@@ -96,7 +117,7 @@ function main() {
   const inputs = [__filename, ...sources,
     ...fs.readdirSync(srcDir).filter((f) => f.endsWith('.h')).map((f) => path.join(srcDir, f)),
     ...fs.readdirSync(path.join(dexaInc, 'dexagents')).map((f) => path.join(dexaInc, 'dexagents', f))];
-  const config = JSON.stringify({ libdir, include: dexaInc }, null, 2) + '\n';
+  const config = JSON.stringify({ libdir, include: dexaInc, nodeInclude: nodeInc }, null, 2) + '\n';
   const sameConfig = fs.existsSync(configFile) && fs.readFileSync(configFile, 'utf8') === config;
   if (sameConfig && fs.existsSync(out) && fs.statSync(out).mtimeMs >= newest(inputs)) return;
 
@@ -106,7 +127,7 @@ function main() {
     '-fvisibility=hidden', '-Wall', '-Wextra', '-Wno-unused-parameter',
     '-Wno-missing-field-initializers', '-DNODE_GYP_MODULE_NAME=dexagents', `-I${nodeInc}`,
     `-I${dexaInc}`, '-o', `${out}.tmp`, ...sources, '-lpthread', '-ldl'];
-  process.stdout.write(`node: ${path.relative(process.cwd(), out) || out}\n`);
+  process.stdout.write(`node: ${path.relative(process.cwd(), out) || out} (Node's headers: ${nodeInc})\n`);
   const r = spawnSync(cc[0], args, { stdio: 'inherit' });
   if (r.error) fail([`cannot run the C compiler ${cc[0]}: ${r.error.message}`, 'Install one (apt install gcc) or set CC.']);
   if (r.status !== 0) fail([`${cc[0]} failed (exit status ${r.status})`]);

@@ -157,11 +157,13 @@ export declare class Model {
   /** The demo model `name` ('mock/dex', 'mock/dex-mini'): no key, no network, slash commands. */
   static demo(name?: string): Model;
   /** A provider client ('openai/gpt-4.1', 'anthropic/claude-sonnet-4', ...) configured by
-   * options such as {api_key, base_url, timeout_ms} (dexa_model_client_new(3)); an unknown
-   * key throws UnknownKeyError. */
-  static client(name: string, options?: Record<string, unknown> | string): Model;
-  /** The Claude Code harness (dexa_harness_claude_code_new). */
-  static claudeCode(name?: string, options?: Record<string, unknown> | string): Model;
+   * options such as {apiKey, baseUrl, timeoutMs} (dexa_model_client_new(3)); an unknown
+   * key (a snake_case one too) throws UnknownKeyError. A string is the library's own JSON
+   * text (snake_case keys), passed unchanged. */
+  static client(name: string, options?: ClientOptions | string): Model;
+  /** The Claude Code harness (dexa_harness_claude_code_new): turns run in the Claude Code
+   * CLI as durable segments. A string is the library's own JSON text, passed unchanged. */
+  static claudeCode(name?: string, options?: ClaudeCodeOptions | string): Model;
   /** demo() for 'mock/...' names, else client() with default options. */
   static named(name: string): Model;
   /** A model written in JavaScript, called for each RunModel Step (dexagents-harness(7)):
@@ -174,6 +176,74 @@ export declare class Model {
   readonly name: string;
   /** The addon's handle. */
   readonly handle: unknown;
+}
+
+/** The options of a provider client (dexa_model_client_new(3)), in camelCase; each reaches
+ * the library as its snake_case key (baseUrl: base_url). Which a provider takes is in the
+ * man page; one it does not take is refused with UnknownKeyError. */
+export interface ClientOptions {
+  /** "http(s)://..."; default the provider's variable, else its public endpoint. */
+  baseUrl?: string;
+  /** The key itself (never logged or stored). */
+  apiKey?: string;
+  /** The environment variable to read the key from at each call. */
+  apiKeyEnv?: string;
+  /** Per call (default 900000) and for connecting (default 30000). */
+  timeoutMs?: number;
+  connectTimeoutMs?: number;
+  maxOutputTokens?: number;
+  /** 0 to 2. */
+  temperature?: number;
+  /** 0 to 1. */
+  topP?: number;
+  seed?: number;
+  /** Stop sequences. */
+  stop?: string[];
+  /** Extra request headers (names kept as they are). */
+  headers?: Record<string, string>;
+  /** Extra query parameters (names kept as they are). */
+  query?: Record<string, string>;
+  reasoningEffort?: 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
+  reasoningSummary?: 'auto' | 'concise' | 'detailed';
+  encryptedReasoning?: boolean;
+  thinkingBudgetTokens?: number;
+  anthropicVersion?: string;
+  toolChoice?: 'auto' | 'required' | 'none';
+  parallelToolCalls?: boolean;
+  strictTools?: boolean;
+  promptCaching?: boolean;
+  cacheTtl?: '5m' | '1h';
+  /** US dollars per million tokens; each call's usage then carries its cost. */
+  price?: { input: number; output: number; cachedInput?: number; cacheWrite?: number };
+  /** Other models of the same agent, tried in order when this one keeps failing. */
+  fallbacks?: string[];
+  /** vertex/ */
+  project?: string;
+  location?: string;
+  accessTokenEnv?: string;
+  tokenCommand?: string;
+  tokenTtlS?: number;
+  /** bedrock/ */
+  region?: string;
+  /** azure/ */
+  apiVersion?: string;
+  api?: 'chat' | 'responses';
+}
+
+/** The options of the Claude Code harness (dexa_harness_claude_code_new(3)), in camelCase. */
+export interface ClaudeCodeOptions {
+  /** The claude executable: a path or a name on the worker's PATH (default "claude"). */
+  cliPath?: string;
+  /** The Claude model (--model), e.g. "sonnet". */
+  model?: string;
+  /** The CLI's own tools it may run without asking, e.g. ["Read", "Grep"]. */
+  allowedTools?: string[];
+  /** The CLI's working directory. */
+  cwd?: string;
+  /** Environment variables set for the CLI (no API keys). */
+  env?: Record<string, string>;
+  /** A segment's limit (default 900000). */
+  timeoutMs?: number;
 }
 
 /** A tool call a model or harness proposes; it runs in its own Step. */
@@ -216,6 +286,12 @@ export interface ModelReply {
   state?: unknown;
   /** Entries appended to a harness's state (a transcript that grows). */
   stateEntries?: unknown[];
+  /** Tools the framework ran itself inside the segment (hosted, MCP or
+   * sub-agent tools): each a segment_tool_call event with ran_by
+   * "framework" when the segment commits; at least once (they run again
+   * when the segment reruns), never a Step of their own. */
+  frameworkToolCalls?: { callId: string; name: string; arguments?: unknown;
+    status?: 'ok' | 'error' | 'cancelled'; output?: unknown }[];
 }
 
 /** What a read inside the segment returns. */
@@ -464,8 +540,8 @@ export declare class Agent {
   readonly handle: unknown;
   /** The flow type. */
   readonly flowType: string;
-  /** The flow description (dexa_flow_describe(3)) as the library wrote it: flow type,
-   * start Step, every Step type with its default options, attributes, channels, RPCs. */
+  /** The flow description (dexa_flow_describe(3)) in camelCase: flow type, start Step,
+   * every Step type with its default options, attributes, channels, RPCs. */
   describe(): FlowDescription;
   /** Host-driven mode: runs one Step method or RPC with reader as the session's state. */
   dispatch(call: StepCall, reader: AttributeReader, options?: DispatchOptions): Promise<Result>;
@@ -500,14 +576,14 @@ export interface RuntimeOptions {
 /** The dexa_runtime_options a runtime was made with, read back. */
 export interface LibraryRuntimeOptions {
   store: string | null;
-  sqlite_synchronous: string | null;
-  worker_id: string | null;
-  lease_ms: number;
-  events_retained: number;
-  session_cache_bytes: number;
-  session_idle_timeout_ms: number;
-  session_retention_ms: number;
-  sweep_interval_ms: number;
+  sqliteSynchronous: string | null;
+  workerId: string | null;
+  leaseMs: number;
+  eventsRetained: number;
+  sessionCacheBytes: number;
+  sessionIdleTimeoutMs: number;
+  sessionRetentionMs: number;
+  sweepIntervalMs: number;
 }
 
 /** The dexa_runtime_options that `options` make, read back (what reaches the library). */
@@ -673,8 +749,9 @@ export declare class Runtime implements AsyncDisposable {
   /** Starts a session; resolves to its id ('s-<32 hex>' unless sessionId is given). */
   startSession(options?: { sessionId?: string; model?: string;
     settings?: Record<string, unknown> }): Promise<string>;
-  /** Runs a session RPC; resolves to the response as the library wrote it (snake_case). */
-  call(sessionId: string, rpc: string, payload?: Record<string, unknown>): Promise<any>;
+  /** Runs a session RPC by name; payload is the RPC's input document (dexagents-flow(7), as a
+   * dispatch call's input); resolves to its response in camelCase, as the typed methods do. */
+  call(sessionId: string, rpc: string, payload?: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** Sends a user message: it starts a turn or waits in the queue. */
   send(sessionId: string, text: string, options?: { planMode?: boolean }): Promise<{
     messageId: string; queued: boolean }>;
@@ -764,8 +841,9 @@ export interface AttributeReader {
 
 /** Options of a dispatch. */
 export interface DispatchOptions {
-  /** Receives live events (text deltas, ...) while the call runs. */
-  onEvent?: (event: Record<string, unknown>) => void;
+  /** Receives live events (text deltas, ...) while the call runs, as Events (camelCase,
+   * `live` true) like the runtime's. */
+  onEvent?: (event: Event) => void;
   /** Stops waiting for the reader (the dispatch rejects with the signal's reason). */
   signal?: AbortSignal;
   /** Aborted when the host learns that the call's turn was stopped: a running model call or
@@ -779,11 +857,21 @@ export interface DispatchOptions {
 export declare function dispatch(agent: Agent, call: StepCall, reader: AttributeReader,
   options?: DispatchOptions): Promise<Result>;
 
-/** The wait of a WaitFor (<dexagents/flow.h>); evaluateWait() tells when it is satisfied. */
+/** One condition of a wait: a channel's messages (min, max) or a timer (timerMs). */
+export interface WaitCondition {
+  id: string;
+  channel?: string;
+  min?: number;
+  max?: number;
+  /** A timer condition: due this long after the wait was stored. */
+  timerMs?: number;
+}
+
+/** The wait of a WaitFor (<dexagents/flow.h>), in camelCase; evaluateWait() tells when it is
+ * satisfied (and refuses any other key). Result.waitText is the library's own JSON text. */
 export interface Wait {
   mode: 'any' | 'all';
-  conditions: Array<{ id: string; channel?: string; min?: number; max?: number;
-    timer_ms?: number }>;
+  conditions: WaitCondition[];
 }
 
 /** The host's state for one waiting Step (dexa_wait_state). */
@@ -801,8 +889,11 @@ export interface WaitState {
 
 /** What evaluateWait() said of a wait (dexa_wait_evaluate(3)). */
 export declare class WaitEvaluation {
-  /** The answer as the library wrote it (snake_case). */
-  readonly document: Record<string, unknown>;
+  /** The whole answer (camelCase). */
+  readonly document: { ready: boolean; fired: string[];
+    consume: Array<{ id: string; channel: string; count: number }>; channels: string[];
+    timers: Array<{ id: string; timerMs: number; dueMs: number }>; nextDueMs: number | null;
+    [key: string]: unknown };
   /** True when Execute may run now, with the messages of consume. */
   readonly ready: boolean;
   /** The ids of the timer conditions that fired. */
@@ -845,17 +936,45 @@ export declare class Result {
   readonly publishes: Array<{ channel: string; value: string }>;
   /** Durable events (JSON text each) to append to AgentEvents. */
   readonly events: string[];
-  /** A WaitFor's wait, or null (Execute may run at once). */
+  /** A WaitFor's wait (camelCase), or null (Execute may run at once). */
   readonly wait: Wait | null;
-  /** An Execute's or RPC's decision ({next, complete, cancel}), or null. */
-  readonly decision: { next?: Array<{ step: string; input?: unknown; options?: unknown }>;
-    complete?: boolean; cancel?: string[] } | null;
-  /** An RPC's response, or null. */
-  readonly response: any;
+  /** The wait as the library wrote it (JSON text), or null: what a host may store. */
+  readonly waitText: string | null;
+  /** An Execute's or RPC's decision, or null. */
+  readonly decision: Decision | null;
+  /** An RPC's response (camelCase: a snapshot's fields as Runtime.snapshot() has them,
+   * {messageId} of send_message, ...), or null. */
+  readonly response: Record<string, unknown> | null;
   /** Throws the DexaError subclass of the status unless it is 0. */
   throwIfFailed(): void;
-  /** The whole result (the shape of dexa_result_json(3)). */
-  toJSON(): Record<string, unknown>;
+  /** The whole result (the fields of dexa_result_json(3), in camelCase). */
+  toJSON(): { status: number; error: string; retryAfterMs: number;
+    writes: Array<{ key: string; value: unknown }>; publishes: Array<{ channel: string; value: unknown }>;
+    events: unknown[]; wait: Wait | null; decision: Decision | null;
+    response: Record<string, unknown> | null };
+}
+
+/** The options of a Step type (a flow description's steps[].options, a decision's
+ * next[].options), in camelCase. */
+export interface StepOptions {
+  maxAttempts?: number;
+  initialBackoffMs?: number;
+  backoffCoefficient?: number;
+  maxBackoffMs?: number;
+  timeoutMs?: number;
+  hasWaitFor?: boolean;
+  locked?: boolean;
+  /** The Step type that runs when this one fails for good, or null. */
+  recovery?: string | null;
+}
+
+/** What an Execute or an RPC decided: the Steps to add (each input is the library's document,
+ * handed back unchanged as that Step's call input), whether the flow completed, and the
+ * waiting Step types to cancel. */
+export interface Decision {
+  next?: Array<{ step: string; input?: unknown; options?: StepOptions }>;
+  complete?: boolean;
+  cancel?: string[];
 }
 
 /** An AttributeReader over a Map of key -> JSON text, with apply() for a result's writes. */
@@ -887,7 +1006,7 @@ export declare class Task {
     recoveryError: unknown; nowMs: number };
   /** Runs the task on the runtime's agent, reading the store; onEvent receives live events
    * (else they go to the runtime's event readers). */
-  dispatch(options?: { onEvent?: (event: Record<string, unknown>) => void;
+  dispatch(options?: { onEvent?: (event: Event) => void;
     stopSignal?: AbortSignal }): Promise<Result>;
 }
 
@@ -897,15 +1016,23 @@ export declare class RawJSON {
   readonly text: string;
 }
 
-/** The flow description (dexa_flow_describe(3)). */
+/** The flow description (dexa_flow_describe(3)), in camelCase; the names of Steps, RPCs,
+ * attributes and channels are kept as they are (also as the keys of transitions). */
 export interface FlowDescription {
-  flow_type: string;
-  start_step: string;
-  steps: Array<{ name: string; options: Record<string, unknown> }>;
-  rpcs: Array<{ name: string; read_only: boolean }>;
-  attributes: unknown[];
-  channels: unknown[];
+  flowType: string;
+  startStep: string;
+  steps: Array<{ name: string; options: StepOptions }>;
+  rpcs: Array<{ name: string; readOnly: boolean; interrupts: boolean }>;
+  attributes: string[];
+  channels: string[];
   streams: string[];
+  /** What each Step type and RPC may do next: Step types it adds, channels it publishes to,
+   * the wait of a WaitFor. */
+  transitions?: {
+    steps: Record<string, { next: string[]; publishes: string[];
+      waits?: { mode: 'any' | 'all'; conditions: Array<{ channel?: string; timer?: boolean }> } }>;
+    rpcs: Record<string, { publishes: string[] }>;
+  };
 }
 
 // ---- earlier names --------------------------------------------------------------------

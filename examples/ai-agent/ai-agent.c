@@ -312,6 +312,7 @@ static int make_routes(app *a) {
   o.context_window_tokens = a->context_tokens;
   o.settings_extra_json = a->settings_extra;
   o.allowed_hosts = getenv("DEX_AGENT_ALLOWED_HOSTS");
+  o.mcp_config = a->mcp_config; /* the routes serve PREFIX/oauth/callback */
   char err[256] = "";
   int rc = dexa_http_agent_routes_new(&a->routes, a->rt, &o, err, sizeof err);
   if (rc != DEXA_OK) fprintf(stderr, "ai-agent: routes: %s: %s\n", dexa_strerror(rc), err);
@@ -325,10 +326,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   size_t *upload_size, void **con_cls) {
   (void)version;
   app *a = cls;
-  if (ai_agent_oauth_is_callback(url, PREFIX)) {
-    if (dexa_http_agent_routes_check_host(a->routes, c) != DEXA_OK) return MHD_NO;
-    return ai_agent_oauth_callback(c, method, a->mcp_config, a->rt);
-  }
   if (dexa_http_agent_routes_match(a->routes, url))
     return dexa_http_agent_routes_handle(a->routes, c, url, method, upload, upload_size,
                                          con_cls) == DEXA_OK

@@ -7,7 +7,9 @@
  * ai_agent_tools.c  host function tools: clock (READ), send_note (WRITE,
  *                   needs approval)
  * ai_agent_connectors.c  the Slack connection support-slack
- * ai_agent_oauth.c  the sign-in redirect of MCP servers (PREFIX/oauth/callback) */
+ *
+ * The sign-in redirect of MCP servers (PREFIX/oauth/callback) is one of the
+ * library's routes (dexa_http_agent_routes_options.mcp_config). */
 #ifndef DEXA_EXAMPLE_AI_AGENT_H
 #define DEXA_EXAMPLE_AI_AGENT_H
 
@@ -30,13 +32,5 @@ int ai_agent_slack_new(dexa_tool_source **out);
 enum MHD_Result ai_agent_serve_static(struct MHD_Connection *connection,
                                       const dexa_http_agent_routes *routes, const char *ui_dir,
                                       const char *prefix, const char *url, const char *method);
-
-/* 1 when url is prefix + "/oauth/callback". */
-int ai_agent_oauth_is_callback(const char *url, const char *prefix);
-
-/* Completes an MCP server's sign-in from the redirect's query and answers
- * the session's waiting question; a short HTML page for the tab. */
-enum MHD_Result ai_agent_oauth_callback(struct MHD_Connection *connection, const char *method,
-                                        const dexa_mcp_config *config, dexa_runtime *rt);
 
 #endif

@@ -55,7 +55,7 @@ function conditionsText(fired, got) {
 }
 
 function backoffMs(o, attempt) {
-  return Math.min(o.max_backoff_ms, o.initial_backoff_ms * o.backoff_coefficient ** (attempt - 1));
+  return Math.min(o.maxBackoffMs, o.initialBackoffMs * o.backoffCoefficient ** (attempt - 1));
 }
 
 /** The session as one exclusive handler sees it; save() writes it back. */
@@ -137,7 +137,7 @@ class Session {
     const o = { ...this.defaults.get(type), ...(options || {}) };
     const id = `${type}-${++this.seq}`;
     this.steps[id] = { id, type, input, recoveryError, options: o, attempt: 0,
-      phase: o.has_wait_for ? 'wait_for' : 'ready' };
+      phase: o.hasWaitFor ? 'wait_for' : 'ready' };
   }
 
   /** decision.cancel: queued and waiting executions end (a waiter is woken
@@ -198,7 +198,7 @@ class Session {
   /** A failed attempt: again after the Step's backoff (a delayed call, a
    * Restate timer), or its recovery Step once the attempts ran out. */
   failed(s, r, phase) {
-    if (s.attempt < s.options.max_attempts) {
+    if (s.attempt < s.options.maxAttempts) {
       Object.assign(s, { phase: 'retry', retryPhase: phase });
       const delay = r.retryAfterMs || backoffMs(s.options, s.attempt);
       later(this.ctx).retryStep({ id: s.id }, restate.rpc.sendOpts({ delay }));
@@ -268,10 +268,10 @@ function sessionObject(agent) {
       const s = await open(ctx);
       if (!(await ctx.get('started'))) {
         ctx.set('started', true);
-        s.addStep(flow.start_step, { settings: settings || {} });
+        s.addStep(flow.startStep, { settings: settings || {} });
         await s.pump();
       }
-      return { session_id: ctx.key };
+      return { sessionId: ctx.key };
     },
 
     /** Hands a runStep invocation its Step and a copy of the attributes;
@@ -281,7 +281,7 @@ function sessionObject(agent) {
       const step = s.steps[id];
       if (!step || step.phase !== 'running' || step.attempt !== attempt) return null;
       return { type: step.type, input: step.input, attempt, conditions: step.conditions || null,
-        recoveryError: step.recoveryError, singleAttempt: step.options.max_attempts === 1,
+        recoveryError: step.recoveryError, singleAttempt: step.options.maxAttempts === 1,
         attrs: [...(await s.attributes()).map] };
     }),
 
@@ -382,21 +382,35 @@ function sessionObject(agent) {
   };
 
   // Every RPC of the flow (send_message, resolve_approval, answer_question,
-  // snapshot, ...) is a handler of its name, under the lock.
-  for (const rpc of flow.rpcs) {
-    handlers[rpc.name] = async (ctx, input) => {
-      const s = await open(ctx);
-      const r = await s.dispatch('rpc', rpc.name, { input: input === undefined ? {} : input });
-      if (r.status !== 0) {
-        throw new restate.TerminalError(`${dx.errorName(r.status)}: ${r.error}`, { errorCode: 400 });
-      }
-      if (!rpc.read_only) {
-        await s.apply(r);
-        await s.pump();
-      }
-      return r.response;
-    };
-  }
+  // snapshot, ...) is a handler of its name, under the lock. Its input is
+  // the RPC's document (dexagents-flow(7): {call_id, decision}, ...); its
+  // response comes back in camelCase, as the Node package gives it.
+  const rpcHandler = (rpc) => async (ctx, input) => {
+    const s = await open(ctx);
+    const r = await s.dispatch('rpc', rpc.name, { input: input === undefined ? {} : input });
+    if (r.status !== 0) {
+      throw new restate.TerminalError(`${dx.errorName(r.status)}: ${r.error}`, { errorCode: 400 });
+    }
+    if (!rpc.readOnly) {
+      await s.apply(r);
+      await s.pump();
+    }
+    return r.response;
+  };
+  for (const rpc of flow.rpcs) handlers[rpc.name] = rpcHandler(rpc);
+
+  // The answers a person gives, in the package's camelCase: /approve
+  // {callId, approve, note?} and /answer {callId, answer} (an ask_user
+  // question). Each is the flow's RPC: it publishes the decision, and the
+  // waiting Step's waitStep invocation, suspended on its awakeable, is
+  // woken by the handler that sees its wait satisfied.
+  const rpcNamed = (name) => rpcHandler(flow.rpcs.find((r) => r.name === name));
+  const resolveApproval = rpcNamed('resolve_approval');
+  const answerQuestion = rpcNamed('answer_question');
+  handlers.approve = async (ctx, { callId, approve, note } = {}) => resolveApproval(ctx,
+    { call_id: callId, decision: approve === false ? 'reject' : 'approve', ...(note ? { note } : {}) });
+  handlers.answer = async (ctx, { callId, answer } = {}) => answerQuestion(ctx,
+    { call_id: callId, answer });
   return restate.object({ name: NAME, handlers });
 }
 

@@ -11,6 +11,7 @@
 #include "harness.h"
 #include "mcp.h"
 #include "agent.h"
+#include "trace.h"
 #include "runtime.h"
 #include "http.h"
 #include "graph.h"

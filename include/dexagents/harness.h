@@ -14,7 +14,8 @@
  *     read it from the request, set or append to it on the reply;
  *   - the messages that are new for it since its last segment;
  *   - read tools run inside the segment (dexa_model_request_call_tool), each
- *     recorded as a durable event, at least once;
+ *     recorded as a durable event, at least once; tools the framework runs
+ *     itself recorded the same way (dexa_model_reply_add_framework_tool_call);
  *   - per-call effect and approval from the framework's own tool metadata.
  * The whole contract, the turn shape and the features by harness are in
  * dexagents-harness(7). */
@@ -133,6 +134,21 @@ DEXA_EXTERN int dexa_model_reply_set_harness_state(dexa_model_reply *reply, cons
  * DEXA_OK, DEXA_E_INVALID_ARG, DEXA_E_INVALID_JSON or DEXA_E_NOMEM. */
 DEXA_EXTERN int dexa_model_reply_add_harness_entry(dexa_model_reply *reply, const char *json,
                                                    size_t len);
+
+/* Records a tool that the framework ran itself inside the segment (a
+ * provider's hosted tool, an MCP tool its SDK calls, a sub-agent or
+ * workflow run as a tool, a tool whose function runs inside the
+ * framework's own loop): json is an object
+ *   {"call_id":"<id>","name":"<tool>","arguments":<any JSON>?,
+ *    "status":"ok"|"error"|"cancelled"?,"output":"<text>"?}
+ * ("status" "ok" by default). It becomes a segment_tool_call event with
+ * "ran_by":"framework" when the segment commits (none when it fails): such
+ * a tool is at least once, it runs again when the segment reruns, and Dex
+ * never runs it in a Step of its own. Returns DEXA_OK, DEXA_E_INVALID_ARG
+ * (NULL, not a harness's reply, a missing or empty call_id or name, a bad
+ * status or output), DEXA_E_INVALID_JSON or DEXA_E_NOMEM. */
+DEXA_EXTERN int dexa_model_reply_add_framework_tool_call(dexa_model_reply *reply,
+                                                         const char *json, size_t len);
 
 /* For dexa_model_reply_set_tool_policy: keep the tool's own effect or
  * approval policy. */

@@ -96,13 +96,24 @@ typedef struct dexa_http_agent_routes_options {
   /* A connection silent this long is closed (reading the request, between
    * requests, or a client that stops reading a stream). Default 30. */
   int64_t idle_timeout_s;
-  /* A request body must arrive within this time after its headers, or the
-   * connection is closed. Default 30000. */
+  /* A request's headers must be complete within this time of the
+   * connection opening (or of its previous request ending), and its body
+   * within this time after its headers, or the connection is closed: bytes
+   * that trickle in do not keep it open. The header limit holds for every
+   * URL of a daemon started with dexa_http_agent_routes_daemon_options.
+   * Default 30000. */
   int64_t request_timeout_ms;
   /* Connections of the daemon at once, and from one client address.
    * Defaults 512 and 64. See dexa_http_agent_routes_daemon_options. */
   int64_t max_connections;
   int64_t max_connections_per_client;
+  /* The MCP servers' configuration (must outlive the routes): with it the
+   * routes serve GET oauth/callback, the redirect URI of their sign-ins
+   * (dexa_mcp_auth_options.redirect_uri = "http://HOST:PORT" prefix
+   * "/oauth/callback"), which completes the sign-in
+   * (dexa_mcp_authorization_complete) and answers the session's question.
+   * Default NULL: no such route. */
+  const struct dexa_mcp_config *mcp_config;
 } dexa_http_agent_routes_options;
 
 /* Sets struct_size and every default. Returns DEXA_OK, DEXA_E_INVALID_ARG
@@ -159,9 +170,13 @@ DEXA_EXTERN void dexa_http_agent_routes_completed(dexa_http_agent_routes *routes
 /* Writes the libmicrohttpd options that the routes' limits need into items
  * (an array of struct MHD_OptionItem of max_items entries, at least
  * DEXA_HTTP_DAEMON_OPTIONS_MAX), ending with MHD_OPTION_END: the idle
- * timeout, the connection limit and the per-client connection limit. Pass
- * them to MHD_start_daemon with MHD_OPTION_ARRAY. Returns DEXA_OK or
- * DEXA_E_INVALID_ARG (NULL argument, max_items too small). */
+ * timeout, the connection limit, the per-client connection limit, and
+ * the header timeout (request_timeout_ms), which takes the daemon's
+ * MHD_OPTION_NOTIFY_CONNECTION and MHD_OPTION_URI_LOG_CALLBACK (a host
+ * sets neither itself; the routes' URI callback leaves con_cls NULL). Pass
+ * them to MHD_start_daemon with MHD_OPTION_ARRAY, for one daemon per
+ * routes object. Returns DEXA_OK or DEXA_E_INVALID_ARG (NULL argument,
+ * max_items too small). */
 DEXA_EXTERN int dexa_http_agent_routes_daemon_options(const dexa_http_agent_routes *routes,
                                                       void *items, size_t max_items);
 

@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "flow.h"
+#include "trace.h"
 
 DEXA_BEGIN_DECLS
 
@@ -76,6 +77,19 @@ typedef struct dexa_runtime_options {
    * See dexa_runtime_new(3). (Appended fields.) */
   dexa_log_fn log;
   void *log_user_data;
+  /* Tracing (appended in 1.1; see dexagents-tracing(7)): called at the
+   * start and the end of every span (a Step method, a model call, a tool
+   * call, a turn) on the thread that runs it; each may be NULL. They must
+   * return quickly and may not call back into the runtime. */
+  dexa_span_fn on_span_start;
+  dexa_span_fn on_span_end;
+  void *trace_user_data;
+  /* 0 (default): the built-in exporter sends the spans over OTLP/HTTP when
+   * OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is
+   * set (and neither OTEL_SDK_DISABLED=true nor OTEL_TRACES_EXPORTER=none);
+   * 1: never. A struct_size without it reads as 0. */
+  int32_t otlp_exporter_off;
+  int32_t reserved1;
   /* Session lifetime (appended in 1.1; see dexagents(7), SESSION
    * LIFETIME). A session with no activity (no RPC that changes it, no
    * Step) for session_idle_timeout_ms is ended by the runtime's sweep, as
@@ -104,7 +118,9 @@ DEXA_EXTERN int dexa_runtime_new(dexa_runtime **out, const dexa_agent *agent,
                                  char *errmsg, size_t errmsg_size);
 
 /* Stops worker threads (as dexa_runtime_stop) and closes the store. NULL is
- * a no-op. In-flight Steps of this process are resumed by the next one. */
+ * a no-op. In-flight Steps of this process are resumed by the next one.
+ * Spans the exporter still holds are sent first, for at most
+ * OTEL_BSP_EXPORT_TIMEOUT ms (default 30000). */
 DEXA_EXTERN void dexa_runtime_free(dexa_runtime *runtime);
 
 /* The last error message of this runtime ("" if none). Borrowed. */
@@ -202,7 +218,9 @@ DEXA_EXTERN int dexa_runtime_run_ready(dexa_runtime *runtime, int32_t *ran);
  * until dexa_runtime_stop. Returns DEXA_E_BAD_STATE when already started. */
 DEXA_EXTERN int dexa_runtime_start(dexa_runtime *runtime, int32_t threads);
 
-/* Stops the worker threads, letting each finish its current Step. */
+/* Stops the worker threads, letting each finish its current Step, then
+ * asks the exporter to send the spans it holds (waiting at most
+ * OTEL_BSP_EXPORT_TIMEOUT ms). */
 DEXA_EXTERN int dexa_runtime_stop(dexa_runtime *runtime);
 
 /* Blocks until the session has no Step ready or running (it waits for a

@@ -2,7 +2,9 @@
  * session started by one (serve, chat) runs in any other (worker): the
  * same flow type, models and tool sources. Host tools: clock (READ) and
  * send_note (WRITE, needs approval), as in the AI Agent example; then the
- * MCP servers; then the connector connection support-slack. */
+ * MCP servers (their configuration kept for the sign-ins that serve
+ * completes, their tokens in the token file, their log to stderr); then
+ * the connector connection support-slack. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +96,29 @@ static int add_source(cli_app *a, dexa_tool_source *s) {
   return CLI_OK;
 }
 
+/* The servers' log messages (notifications/message) and the sources' own
+ * notices: errors, warnings and information to stderr, one line each. */
+static void on_mcp_log(void *ud, int level, const char *message) {
+  (void)ud;
+  static const char *const names[] = {"", "error", "warning", "info"};
+  if (level >= 1 && level <= 3) fprintf(stderr, "dexagents: mcp %s: %s\n", names[level], message);
+}
+
+int cli_app_mcp_auth(cli_app *a, const char *redirect) {
+  if (!a->mcp) return CLI_OK;
+  dexa_mcp_auth_options o;
+  dexa_mcp_auth_options_init(&o, sizeof o);
+  o.redirect_uri = redirect;
+  o.client_name = "AI Agent (dexagents)";
+  o.token_file = a->cfg.mcp_tokens;
+  int rc = dexa_mcp_config_set_auth(a->mcp, &o);
+  if (rc == DEXA_OK) rc = dexa_mcp_config_set_log(a->mcp, on_mcp_log, NULL);
+  if (rc == DEXA_OK) return CLI_OK;
+  fprintf(stderr, "dexagents: MCP sign-in settings%s%s: %s\n", redirect ? " for " : "",
+          redirect ? redirect : "", dexa_strerror(rc));
+  return CLI_CONFIG;
+}
+
 static int add_mcp(cli_app *a) {
   const cli_config *c = &a->cfg;
   if (!c->mcp_config && !c->mcp_inline) return CLI_OK;
@@ -107,8 +132,9 @@ static int add_mcp(cli_app *a) {
   if (rc == DEXA_OK && dexa_mcp_config_redacted_json(mc, &shown, NULL) == DEXA_OK)
     fprintf(stderr, "dexagents: MCP servers %s\n", shown); /* never the secrets */
   dexa_free(shown);
+  a->mcp = mc; /* kept: serve completes sign-ins against it */
+  if (rc == DEXA_OK) rc = cli_app_mcp_auth(a, NULL) == CLI_OK ? DEXA_OK : DEXA_E_INVALID_ARG;
   if (rc == DEXA_OK) rc = dexa_mcp_tool_sources_new(&mcp, &n, mc);
-  dexa_mcp_config_free(mc);
   if (rc != DEXA_OK) {
     fprintf(stderr, "dexagents: MCP configuration %s: %s%s%s\n",
             c->mcp_config ? c->mcp_config : "(mcpServers of the configuration file)",
@@ -216,6 +242,10 @@ int cli_app_open(cli_app *a, const cli_globals *g, int tools) {
     a->cfg.mcp_config = strdup(g->mcp_config);
     a->cfg.mcp_inline = NULL;
   }
+  if (rc == CLI_OK && g->mcp_tokens) {
+    free(a->cfg.mcp_tokens);
+    a->cfg.mcp_tokens = strdup(g->mcp_tokens);
+  }
   if (rc == CLI_OK && g->model) rc = allow_model(&a->cfg, g->model);
   dexa_tool_source *host = NULL;
   if (rc == CLI_OK) rc = make_models(a);
@@ -244,6 +274,7 @@ void cli_app_close(cli_app *a) {
   dexa_agent_free(a->agent);
   for (size_t i = 0; i < a->source_count; i++) dexa_tool_source_free(a->sources[i]);
   free(a->sources);
+  dexa_mcp_config_free(a->mcp);
   for (size_t i = 0; i < a->model_count; i++) dexa_model_free(a->models[i]);
   cli_config_free(&a->cfg);
   memset(a, 0, sizeof *a);

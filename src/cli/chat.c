@@ -440,7 +440,7 @@ static int loop(chat *c) {
 }
 
 int cmd_chat(int argc, char **argv) {
-  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL};
+  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL, NULL};
   const char *model = NULL, *mcp = NULL, *resume_id = NULL, *threads_s = NULL, *pos[1];
   int npos;
   const cli_opt opts[] = {{"--model", 1, &model, NULL},       {"--mcp-config", 1, &mcp, NULL},

@@ -52,6 +52,11 @@ typedef struct cli_config {
   char *mcp_inline;    /* the file's own "mcpServers" as {"mcpServers":..} */
   char *connector_file; /* DEX_CONNECTOR_CONFIG_FILE */
   char *ui_dir;
+  char *mcp_tokens;     /* the MCP OAuth token file (NULL: the library's default) */
+  char *oauth_redirect; /* the sign-in redirect URI (NULL: from the listen address) */
+  char *allowed_hosts;  /* more Host header names serve answers to */
+  /* serve's connection limits (0: the routes' defaults) */
+  int64_t idle_timeout_s, request_timeout_ms, max_connections, max_connections_per_client;
   char *model_names[CLI_MAX_MODELS]; /* the first is the default */
   size_t model_count;
   cJSON *model_options; /* name -> options object, or NULL */
@@ -78,6 +83,7 @@ typedef struct cli_globals {
    * configuration's. */
   const char *model;
   const char *mcp_config;
+  const char *mcp_tokens; /* serve --mcp-tokens: over the configuration's */
 } cli_globals;
 
 typedef struct cli_opt {
@@ -104,6 +110,7 @@ typedef struct cli_app {
   size_t model_count;
   dexa_tool_source **sources; /* host tools, MCP sources, connector sources */
   size_t source_count, mcp_first, mcp_count;
+  dexa_mcp_config *mcp; /* kept: sign-ins complete against it (NULL: no MCP servers) */
   dexa_agent *agent;
   dexa_runtime *rt;
   int started; /* worker threads run */
@@ -114,6 +121,10 @@ typedef struct cli_app {
  * Steps) the MCP servers and the connector connections are opened too and
  * logged once to stderr. Returns an exit code. */
 int cli_app_open(cli_app *a, const cli_globals *g, int tools);
+/* Sets the MCP servers' OAuth options: the token file of the
+ * configuration and redirect (NULL: no interactive sign-in). Their log
+ * goes to stderr. Call before the workers start. Returns an exit code. */
+int cli_app_mcp_auth(cli_app *a, const char *redirect);
 /* Starts threads worker threads (once). */
 int cli_app_start(cli_app *a, int threads);
 void cli_app_close(cli_app *a);
@@ -191,8 +202,9 @@ void chat_render_message(chat_render *r, const cJSON *message);
 /* ---- the web app (serve_static.c) ------------------------------------------------------- */
 
 struct MHD_Connection;
-/* Serves the page's files from ui_dir under prefix (see serve.c). */
-int serve_static(struct MHD_Connection *c, const char *ui_dir, const char *prefix, const char *url,
-                 const char *method);
+/* Serves the page's files from ui_dir under prefix (see serve.c), with the
+ * routes' Host check (421) and security headers. */
+int serve_static(struct MHD_Connection *c, const dexa_http_agent_routes *routes, const char *ui_dir,
+                 const char *prefix, const char *url, const char *method);
 
 #endif

@@ -9,7 +9,10 @@
  *    "mcpServers": {...} or "mcpConfig": "mcp-servers.json",
  *    "connectorConfigFile": "connectors.json",
  *    "store": "dexagents.db", "listen": "127.0.0.1:8080", "threads": 4,
- *    "flowType": "AIAgentSession", "ui": "/usr/share/dexagents/ui"}
+ *    "flowType": "AIAgentSession", "ui": "/usr/share/dexagents/ui",
+ *    "mcpTokens": "mcp-tokens.json", "oauthRedirect": "https://agent.example/products/ai-agent/oauth/callback",
+ *    "allowedHosts": "agent.example", "idleTimeout": 30, "requestTimeoutMs": 30000,
+ *    "maxConnections": 512, "maxConnectionsPerClient": 64}
  *
  * Secrets stay out of it: provider keys and the session key come only from
  * the environment, connector tokens from the connector file. */
@@ -110,6 +113,14 @@ static int file_member(cli_config *c, const cJSON *e, char **model) {
   if (!strcmp(k, "mcpConfig")) return file_string(c, e, &c->mcp_config);
   if (!strcmp(k, "connectorConfigFile")) return file_string(c, e, &c->connector_file);
   if (!strcmp(k, "ui")) return file_string(c, e, &c->ui_dir);
+  if (!strcmp(k, "mcpTokens")) return file_string(c, e, &c->mcp_tokens);
+  if (!strcmp(k, "oauthRedirect")) return file_string(c, e, &c->oauth_redirect);
+  if (!strcmp(k, "allowedHosts")) return file_string(c, e, &c->allowed_hosts);
+  if (!strcmp(k, "idleTimeout")) return file_int(c, e, 1, 86400, &c->idle_timeout_s);
+  if (!strcmp(k, "requestTimeoutMs")) return file_int(c, e, 1, INT64_C(86400000), &c->request_timeout_ms);
+  if (!strcmp(k, "maxConnections")) return file_int(c, e, 1, 65536, &c->max_connections);
+  if (!strcmp(k, "maxConnectionsPerClient"))
+    return file_int(c, e, 1, 65536, &c->max_connections_per_client);
   if (!strcmp(k, "contextTokens")) {
     if ((rc = file_int(c, e, 0, INT64_C(1) << 40, &v)) == CLI_OK) c->context_tokens = v;
     return rc;
@@ -135,7 +146,9 @@ static int file_member(cli_config *c, const cJSON *e, char **model) {
   }
   return bad(c, k,
              "unknown key (known: model, models, modelOptions, systemPrompt, contextTokens, "
-             "mcpServers, mcpConfig, connectorConfigFile, store, listen, threads, flowType, ui)");
+             "mcpServers, mcpConfig, mcpTokens, oauthRedirect, connectorConfigFile, store, listen, "
+             "allowedHosts, idleTimeout, requestTimeoutMs, maxConnections, maxConnectionsPerClient, "
+             "threads, flowType, ui)");
 }
 
 static int read_file(cli_config *c, char **model) {
@@ -196,6 +209,9 @@ static int env_overrides(cli_config *c) {
   }
   if ((v = env("DEX_CONNECTOR_CONFIG_FILE"))) set_str(&c->connector_file, v);
   if ((v = env("DEX_AGENT_UI_DIR"))) set_str(&c->ui_dir, v);
+  if ((v = env("DEX_AGENT_MCP_TOKENS"))) set_str(&c->mcp_tokens, v);
+  if ((v = env("DEX_AGENT_OAUTH_REDIRECT"))) set_str(&c->oauth_redirect, v);
+  if ((v = env("DEX_AGENT_ALLOWED_HOSTS"))) set_str(&c->allowed_hosts, v);
   if ((v = env("DEX_AGENT_CONTEXT_TOKENS"))) {
     char *end;
     errno = 0;
@@ -250,6 +266,9 @@ void cli_config_free(cli_config *c) {
   free(c->mcp_inline);
   free(c->connector_file);
   free(c->ui_dir);
+  free(c->mcp_tokens);
+  free(c->oauth_redirect);
+  free(c->allowed_hosts);
   clear_models(c);
   cJSON_Delete(c->model_options);
   memset(c, 0, sizeof *c);

@@ -6,7 +6,7 @@
 #include "cli/cli.h"
 
 int cmd_graph(int argc, char **argv) {
-  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL};
+  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL, NULL};
   const char *session = NULL, *format_s = NULL, *pos[1];
   int npos;
   const cli_opt opts[] = {{"--session", 1, &session, NULL}, {"--format", 1, &format_s, NULL},

@@ -66,9 +66,16 @@ static const command COMMANDS[] = {
      "Runs the reviewed plan (its current revision without --revision).\n"},
     {"serve", cmd_serve,
      "usage: dexagents serve [--listen HOST:PORT] [--ui DIR] [--threads N]\n"
+     "       [--allowed-hosts NAMES] [--idle-timeout SECONDS] [--max-connections N]\n"
+     "       [--max-connections-per-client N] [--mcp-tokens FILE] [--oauth-redirect URL]\n"
      "The AI Agent web app: the page and the agent routes at\n"
      "http://HOST:PORT/products/ai-agent/ (DEX_AGENT_LISTEN, default 127.0.0.1:8080), with\n"
-     "worker threads. DEX_AGENT_SESSION_KEY signs session tokens (random when unset).\n"},
+     "worker threads. DEX_AGENT_SESSION_KEY signs session tokens (random when unset).\n"
+     "Connections: idle timeout (30 s), header and body timeout (requestTimeoutMs), at most\n"
+     "512 at once and 64 per client; a Host header that is not the listen address or one of\n"
+     "--allowed-hosts (DEX_AGENT_ALLOWED_HOSTS) gets 421. MCP sign-ins come back to\n"
+     "PREFIX/oauth/callback (--oauth-redirect, DEX_AGENT_OAUTH_REDIRECT); their tokens go\n"
+     "to --mcp-tokens (DEX_AGENT_MCP_TOKENS, else the library's default file).\n"},
     {"worker", cmd_worker,
      "usage: dexagents worker [--threads N] [--drain-timeout SECONDS]\n"
      "Runs the store's Steps and nothing else (any store URI the runtime takes). SIGTERM or\n"

@@ -1,8 +1,12 @@
 /* dexagents serve: the AI Agent web app, what `make run` starts. A
  * libmicrohttpd daemon serves the page (the files of the UI directory) and
  * mounts the library's agent routes at /products/ai-agent, with worker
- * threads for the sessions. examples/ai-agent is the same app as a small
- * standalone program. */
+ * threads for the sessions. The daemon takes the routes' limits
+ * (dexa_http_agent_routes_daemon_options: idle and header timeouts,
+ * connections overall and per client); every response has the security
+ * headers and the Host check. With MCP servers the routes also serve
+ * PREFIX/oauth/callback, where their sign-ins complete. examples/ai-agent
+ * is the same app as a small standalone program. */
 #include <arpa/inet.h>
 #include <limits.h>
 #include <microhttpd.h>
@@ -101,6 +105,15 @@ static int make_routes(server *s) {
   o.system_prompt = s->app.cfg.system_prompt;
   o.context_window_tokens = s->app.cfg.context_tokens;
   o.settings_extra_json = s->settings_extra;
+  const cli_config *c = &s->app.cfg;
+  o.allowed_hosts = c->allowed_hosts;
+  if (c->idle_timeout_s) o.idle_timeout_s = c->idle_timeout_s;
+  /* A stream's heartbeat comes well within the idle timeout. */
+  if (o.heartbeat_ms >= o.idle_timeout_s * 1000) o.heartbeat_ms = o.idle_timeout_s * 500;
+  if (c->request_timeout_ms) o.request_timeout_ms = c->request_timeout_ms;
+  if (c->max_connections) o.max_connections = c->max_connections;
+  if (c->max_connections_per_client) o.max_connections_per_client = c->max_connections_per_client;
+  o.mcp_config = s->app.mcp; /* PREFIX/oauth/callback */
   char err[256] = "";
   int rc = dexa_http_agent_routes_new(&s->routes, s->app.rt, &o, err, sizeof err);
   if (rc != DEXA_OK) fprintf(stderr, "dexagents serve: routes: %s: %s\n", dexa_strerror(rc), err);
@@ -119,7 +132,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                          con_cls) == DEXA_OK
                ? MHD_YES
                : MHD_NO;
-  return serve_static(c, s->ui_dir, PREFIX, url, method) ? MHD_YES : MHD_NO;
+  return serve_static(c, s->routes, s->ui_dir, PREFIX, url, method) ? MHD_YES : MHD_NO;
 }
 
 /* The page never uses con_cls, so whatever is there is the routes'. */
@@ -153,12 +166,18 @@ static int start_daemon(server *s, const char *listen) {
     fprintf(stderr, "dexagents serve: the listen address must be IPV4:PORT, not %s\n", listen);
     return CLI_CONFIG;
   }
-  /* One thread per connection: the event stream blocks its thread. */
+  /* One thread per connection: the event stream blocks its thread. poll()
+   * rather than select(), whose descriptors stop at 1024. The routes give
+   * the timeouts and the connection limits (overall and per client). */
+  struct MHD_OptionItem limits[DEXA_HTTP_DAEMON_OPTIONS_MAX];
+  if (dexa_http_agent_routes_daemon_options(s->routes, limits, DEXA_HTTP_DAEMON_OPTIONS_MAX) !=
+      DEXA_OK)
+    return CLI_FAIL;
   s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                                   MHD_USE_ERROR_LOG,
+                                   MHD_USE_POLL | MHD_USE_ERROR_LOG,
                                0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
-                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+                               MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_ARRAY,
+                               limits, MHD_OPTION_END);
   if (!s->daemon) {
     fprintf(stderr, "dexagents serve: cannot listen on %s (in use?)\n", listen);
     return CLI_FAIL;
@@ -169,21 +188,40 @@ static int start_daemon(server *s, const char *listen) {
   printf("dexagents serve: models %s", s->app.cfg.model_names[0]);
   for (size_t i = 1; i < s->app.cfg.model_count; i++) printf(", %s", s->app.cfg.model_names[i]);
   printf("; store %s\n", cli_store_name(s->app.cfg.store));
-  printf("dexagents serve: open http://%s:%u%s/\n", host, info ? (unsigned)info->port : 0u, PREFIX);
+  unsigned port = info ? (unsigned)info->port : 0u;
+  printf("dexagents serve: open http://%s:%u%s/\n", host, port, PREFIX);
   fflush(stdout);
-  return CLI_OK;
+  /* The MCP sign-ins come back to the callback route (its port is known
+   * now); set before the workers start, so no source reads it changing. */
+  char redirect[512];
+  if (s->app.cfg.oauth_redirect) snprintf(redirect, sizeof redirect, "%s", s->app.cfg.oauth_redirect);
+  else snprintf(redirect, sizeof redirect, "http://%s:%u%s/oauth/callback", host, port, PREFIX);
+  return cli_app_mcp_auth(&s->app, redirect);
 }
 
 int cmd_serve(int argc, char **argv) {
-  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL};
+  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL, NULL};
   const char *listen = NULL, *ui = NULL, *threads_s = NULL, *pos[1];
+  const char *hosts = NULL, *redirect = NULL, *idle_s = NULL, *max_s = NULL, *per_s = NULL;
   int npos;
-  const cli_opt opts[] = {{"--listen", 1, &listen, NULL}, {"--ui", 1, &ui, NULL},
-                          {"--threads", 1, &threads_s, NULL}, {NULL, 0, NULL, NULL}};
+  const cli_opt opts[] = {{"--listen", 1, &listen, NULL},
+                          {"--ui", 1, &ui, NULL},
+                          {"--threads", 1, &threads_s, NULL},
+                          {"--allowed-hosts", 1, &hosts, NULL},
+                          {"--mcp-tokens", 1, &g.mcp_tokens, NULL},
+                          {"--oauth-redirect", 1, &redirect, NULL},
+                          {"--idle-timeout", 1, &idle_s, NULL},
+                          {"--max-connections", 1, &max_s, NULL},
+                          {"--max-connections-per-client", 1, &per_s, NULL},
+                          {NULL, 0, NULL, NULL}};
   int rc = cli_parse(argc, argv, 2, &g, opts, pos, 0, &npos, "serve");
   if (rc != CLI_OK) return rc;
-  long threads = 0;
-  if (threads_s && cli_int("--threads", threads_s, 256, &threads) != CLI_OK) return CLI_USAGE;
+  long threads = 0, idle = 0, max = 0, per = 0;
+  if ((threads_s && cli_int("--threads", threads_s, 256, &threads) != CLI_OK) ||
+      (idle_s && cli_int("--idle-timeout", idle_s, 86400, &idle) != CLI_OK) ||
+      (max_s && cli_int("--max-connections", max_s, 65536, &max) != CLI_OK) ||
+      (per_s && cli_int("--max-connections-per-client", per_s, 65536, &per) != CLI_OK))
+    return CLI_USAGE;
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
@@ -193,14 +231,27 @@ int cmd_serve(int argc, char **argv) {
   server s;
   memset(&s, 0, sizeof s);
   rc = cli_app_open(&s.app, &g, 1);
+  cli_config *c = &s.app.cfg;
+  if (rc == CLI_OK && hosts) {
+    free(c->allowed_hosts);
+    if (!(c->allowed_hosts = strdup(hosts))) rc = CLI_FAIL;
+  }
+  if (rc == CLI_OK && redirect) {
+    free(c->oauth_redirect);
+    if (!(c->oauth_redirect = strdup(redirect))) rc = CLI_FAIL;
+  }
+  if (idle) c->idle_timeout_s = idle;
+  if (max) c->max_connections = max;
+  if (per) c->max_connections_per_client = per;
   if (rc == CLI_OK && !(s.ui_dir = find_ui(ui, s.app.cfg.ui_dir))) {
     fprintf(stderr, "dexagents serve: no UI directory: give --ui DIR\n");
     rc = CLI_CONFIG;
   }
   if (rc == CLI_OK) rc = make_settings_extra(&s);
   if (rc == CLI_OK) rc = make_routes(&s);
-  if (rc == CLI_OK) rc = cli_app_start(&s.app, threads ? (int)threads : s.app.cfg.threads);
+  /* The daemon first: the MCP sign-in redirect names its port. */
   if (rc == CLI_OK) rc = start_daemon(&s, listen ? listen : s.app.cfg.listen);
+  if (rc == CLI_OK) rc = cli_app_start(&s.app, threads ? (int)threads : s.app.cfg.threads);
   if (rc == CLI_OK) {
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -10,6 +10,12 @@
 #include "cli/cli.h"
 
 #define MAX_FILE_BYTES (8 * 1024 * 1024)
+/* The page loads only its own files and talks only to its own origin; no
+ * inline script or style, no frames, no plugins (as examples/ai-agent). */
+#define PAGE_CSP                                                                           \
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "       \
+  "connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; "           \
+  "form-action 'self'; frame-ancestors 'none'"
 
 static int respond(struct MHD_Connection *c, unsigned status, const char *type, char *body,
                    size_t len, const char *location) {
@@ -20,7 +26,7 @@ static int respond(struct MHD_Connection *c, unsigned status, const char *type, 
   }
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
   MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-  MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  dexa_http_security_headers(r, PAGE_CSP); /* nosniff, frame-ancestors, ... */
   if (location) MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
   enum MHD_Result ok = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
@@ -37,7 +43,8 @@ static const char *content_type(const char *name) {
       {".html", "text/html; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
       {".js", "text/javascript; charset=utf-8"}, {".mjs", "text/javascript; charset=utf-8"},
       {".json", "application/json"}, {".svg", "image/svg+xml"}, {".png", "image/png"},
-      {".ico", "image/x-icon"}, {".woff2", "font/woff2"}, {".txt", "text/plain; charset=utf-8"}};
+      {".ico", "image/x-icon"}, {".woff2", "font/woff2"}, {".txt", "text/plain; charset=utf-8"},
+      {".webmanifest", "application/manifest+json"}};
   const char *dot = strrchr(name, '.');
   for (size_t i = 0; dot && i < sizeof types / sizeof types[0]; i++)
     if (strcmp(dot, types[i][0]) == 0) return types[i][1];
@@ -75,9 +82,12 @@ static char *read_file(const char *path, size_t *len) {
   return data;
 }
 
-int serve_static(struct MHD_Connection *c, const char *ui_dir, const char *prefix, const char *url,
-                 const char *method) {
+int serve_static(struct MHD_Connection *c, const dexa_http_agent_routes *routes, const char *ui_dir,
+                 const char *prefix, const char *url, const char *method) {
   size_t plen = strlen(prefix);
+  /* DNS rebinding: a page of another name that resolves here gets nothing. */
+  if (dexa_http_agent_routes_check_host(routes, c) != DEXA_OK)
+    return text(c, 421, "the Host header does not name this server (allowed hosts)\n", NULL);
   if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
     return text(c, 405, "method not allowed\n", NULL);
   char location[512];

@@ -246,7 +246,7 @@ static int events(cli_app *a, const char *sid, const char *from, int follow) {
 }
 
 int cmd_sessions(int argc, char **argv) {
-  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL};
+  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL, NULL};
   const char *limit_s = NULL, *model = NULL, *id = NULL, *from = NULL, *msgs_s = NULL;
   int follow = 0;
   const cli_opt opts[] = {{"--limit", 1, &limit_s, NULL},  {"--model", 1, &model, NULL},

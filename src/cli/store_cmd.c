@@ -35,7 +35,7 @@ static void print_text(const char *what, const cJSON *r) {
 }
 
 int cmd_store(int argc, char **argv) {
-  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL};
+  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL, NULL};
   const char *pos[3];
   int npos;
   int rc = cli_parse(argc, argv, 2, &g, NULL, pos, 3, &npos, "store");

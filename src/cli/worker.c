@@ -61,7 +61,7 @@ static int wait_drain(drain *d, const sigset_t *sigs, long timeout_s) {
 }
 
 int cmd_worker(int argc, char **argv) {
-  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL};
+  cli_globals g = {NULL, NULL, 0, -1, NULL, NULL, NULL};
   const char *threads_s = NULL, *drain_s = NULL, *pos[1];
   int npos;
   const cli_opt opts[] = {{"--threads", 1, &threads_s, NULL},

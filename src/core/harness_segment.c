@@ -164,10 +164,28 @@ int dexa__segment_run(dexa__run *r) {
   return r->segment->vt->run_segment(r->model->user_data, &r->req, &r->reply);
 }
 
+/* The tools the framework ran itself (dexa_model_reply_add_framework_tool_call),
+ * each a segment_tool_call event in the segment's result. */
+static int framework_calls(dexa__run *r) {
+  const dexa__harness_reply *h = &r->segment->hreply;
+  int rc = DEXA_OK;
+  for (size_t i = 0; rc == DEXA_OK && i < h->ran_count; i++) {
+    dexa__buf e;
+    dexa__event_begin(r->c, &e, "segment_tool_call");
+    dexa__buf_printf(&e, ",\"turn\":%lld,\"round\":%lld", (long long)r->turn, (long long)r->round);
+    dexa__buf_append(&e, h->ran.data + h->ran_spans[i].off, h->ran_spans[i].len);
+    dexa__buf_printf(&e, ",\"attempt\":%d", (int)r->c->call->attempt);
+    rc = dexa__event_end(r->c, &e);
+  }
+  return rc;
+}
+
 int dexa__segment_record(dexa__run *r, const dexa__transcript *t) {
   /* The items just stored end at next_seq - 1; the seqs of the results of
    * their tool calls come after, so those are new for the next segment. */
-  int rc = dexa__harness_state_store(r->c, dexa_model_name(r->model), r->segment, t->next_seq - 1);
+  int rc = framework_calls(r);
+  if (rc == DEXA_OK)
+    rc = dexa__harness_state_store(r->c, dexa_model_name(r->model), r->segment, t->next_seq - 1);
   return rc == DEXA_OK ? check_limit(r, t->bytes, "reached") : rc;
 }
 

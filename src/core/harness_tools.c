@@ -125,7 +125,7 @@ int dexa__segment_call_tool(void *ctx, const char *call_id, const char *name, co
   dexa__run *r = ctx;
   const dexa__tool_def *def = dexa__tool_list_find(&r->tools, name, strlen(name));
   if (!def) return DEXA_E_NOT_FOUND;
-  if (def->source == DEXA__BUILTIN_SOURCE || def->effect != DEXA_TOOL_READ ||
+  if (def->source == DEXA__BUILTIN_SOURCE || def->connector || def->effect != DEXA_TOOL_READ ||
       def->approval != DEXA_APPROVAL_NONE)
     return DEXA_E_BAD_STATE;
   inner_call k = {call_id, def->name, arguments, arguments_len, NULL, NULL, 0, NULL, DEXA_OK};

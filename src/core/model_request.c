@@ -46,6 +46,7 @@ int dexa__model_request_tail(dexa_model_request *req, const dexa_tool_list *tool
     if (with_approval)
       dexa__buf_puts(b, d->approval == DEXA_APPROVAL_REQUIRED ? ",\"approval\":true"
                                                               : ",\"approval\":false");
+    if (with_approval && d->connector) dexa__buf_puts(b, ",\"connector\":true");
     dexa__buf_putc(b, '}');
   }
   dexa__buf_puts(b, "]}");

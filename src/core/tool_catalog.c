@@ -54,6 +54,7 @@ int dexa__tool_catalog(dexa__ctx *c, dexa_tool_list *list, int planning) {
     dexa_tool_source *s = a->sources[i];
     size_t mark = list->count;
     list->current_source = i;
+    list->current_connector = s->connector;
     rc = s->vt.list_tools(s->user_data, list);
     if (rc == DEXA_E_NOMEM) return rc;
     if (rc != DEXA_OK) dexa__tool_list_truncate(list, mark);

@@ -32,10 +32,13 @@ static int is_builtin(const char *name) {
          strcmp(name, "write_todos") == 0;
 }
 
+/* A read that needs no approval runs inside the segment; a Connector's
+ * tool never does, even a read: it leaves the segment for its own Step. */
 int dexa__cc_tool_runs_inside(const cJSON *tool) {
   const char *name = str(tool, "name"), *effect = str(tool, "effect");
   return name && !is_builtin(name) && effect && strcmp(effect, "read") == 0 &&
-         !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tool, "approval"));
+         !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tool, "approval")) &&
+         !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tool, "connector"));
 }
 
 static cJSON *tool_entry(const cJSON *tool) {

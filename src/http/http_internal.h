@@ -7,7 +7,9 @@
  * routes_rpc.c     the JSON routes: settings, start session, session RPCs
  * routes_stream.c  the event pump and the event stream route (Server-Sent Events)
  * routes_chat.c    the AI SDK UI message stream route (POST sessions/ID/chat)
- * routes_graph.c   the session graph route */
+ * routes_graph.c   the session graph route
+ * routes_oauth.c   the MCP sign-in redirect (oauth/callback)
+ * conn_watch.c     the header timeout (a watchdog over the connections) */
 #ifndef DEXA_HTTP_INTERNAL_H
 #define DEXA_HTTP_INTERNAL_H
 
@@ -48,7 +50,23 @@ struct dexa_http_agent_routes {
   mbedtls_entropy_context entropy;
   mbedtls_ctr_drbg_context drbg;
   atomic_int closing;
+  const struct dexa_mcp_config *mcp_config; /* NULL: no oauth/callback route */
+  /* conn_watch.c: the connections of the daemons given the options */
+  pthread_mutex_t conn_mu;
+  pthread_cond_t conn_cv;
+  struct dexa__conn *conns;
+  pthread_t watch_thread;
+  int watch_running, watch_stop;
 };
+
+/* The header timeout (conn_watch.c). */
+typedef struct dexa__conn dexa__conn;
+struct MHD_OptionItem;
+void dexa__conn_watch_init(dexa_http_agent_routes *routes);
+/* Ends the watchdog; call after the daemon stopped. */
+void dexa__conn_watch_stop(dexa_http_agent_routes *routes);
+/* Writes the daemon options of the watchdog (2 items) and returns 2. */
+size_t dexa__conn_watch_options(dexa_http_agent_routes *routes, struct MHD_OptionItem *items);
 
 /* What the routes keep for one request between handler calls. */
 typedef struct dexa__http_request {
@@ -64,6 +82,7 @@ typedef struct dexa__http_reply {
   size_t len;
   const char *allow; /* the Allow header of a 405 */
   void *stream;      /* an MHD response already made (the event stream) */
+  const char *csp;   /* the Content-Security-Policy (NULL: the routes' own) */
 } dexa__http_reply;
 
 /* Sets reply to {"error":{"code","name","message"}} with status. */
@@ -137,6 +156,11 @@ void dexa__http_session_graph(dexa_http_agent_routes *routes, void *connection,
 /* The event stream (routes_stream.c): sets reply->stream or an error. */
 void dexa__http_event_stream(dexa_http_agent_routes *routes, void *connection,
                              const char *session_id, dexa__http_reply *reply);
+
+/* GET oauth/callback (routes_oauth.c): completes an MCP server's sign-in
+ * and answers the session's question; an HTML page in reply->stream. */
+void dexa__http_oauth_callback(dexa_http_agent_routes *routes, void *connection,
+                               const char *method, dexa__http_reply *reply);
 
 /* POST sessions/ID/chat (routes_chat.c): sends the last user message of an
  * AI SDK chat request and answers with that turn as a UI message stream. */

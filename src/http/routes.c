@@ -17,6 +17,9 @@
 #define OPTIONS_V11_SIZE \
   (offsetof(dexa_http_agent_routes_options, max_connections_per_client) + sizeof(int64_t))
 #define HAS_V11(o) ((o)->struct_size >= OPTIONS_V11_SIZE)
+/* ... and with mcp_config (also 1.1). */
+#define OPTIONS_MCP_SIZE (offsetof(dexa_http_agent_routes_options, mcp_config) + sizeof(void *))
+#define HAS_MCP(o) ((o)->struct_size >= OPTIONS_MCP_SIZE)
 #define DEFAULT_PREFIX "/products/ai-agent"
 #define DEFAULT_MAX_BODY (2 * 1024 * 1024)
 #define DEFAULT_HEARTBEAT_MS 15000
@@ -154,6 +157,7 @@ static int copy_options(dexa_http_agent_routes *r, const dexa_http_agent_routes_
                                       : DEFAULT_MAX_PER_CLIENT;
   if (v11 && o->allowed_hosts && !(r->allowed_hosts = dup_str(o->allowed_hosts)))
     return DEXA_E_NOMEM;
+  if (HAS_MCP(o)) r->mcp_config = o->mcp_config;
   return DEXA_OK;
 }
 
@@ -184,6 +188,7 @@ DEXA_EXTERN int dexa_http_agent_routes_new(dexa_http_agent_routes **out, dexa_ru
   if (!r) return DEXA_E_NOMEM;
   r->rt = runtime;
   pthread_mutex_init(&r->rng_mu, NULL);
+  dexa__conn_watch_init(r);
   mbedtls_entropy_init(&r->entropy);
   mbedtls_ctr_drbg_init(&r->drbg);
   atomic_init(&r->closing, 0);
@@ -207,6 +212,7 @@ DEXA_EXTERN int dexa_http_agent_routes_new(dexa_http_agent_routes **out, dexa_ru
 
 DEXA_EXTERN void dexa_http_agent_routes_free(dexa_http_agent_routes *r) {
   if (!r) return;
+  dexa__conn_watch_stop(r);
   free(r->prefix);
   free(r->id_prefix);
   free(r->allowed_hosts);
@@ -233,7 +239,10 @@ DEXA_EXTERN int dexa_http_agent_routes_daemon_options(const dexa_http_agent_rout
   o[1] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)r->max_connections, NULL};
   o[2] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                  (intptr_t)r->max_connections_per_client, NULL};
-  o[3] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  /* The header timeout's watchdog (conn_watch.c): the routes' state, not
+   * the caller's, hence the cast. */
+  size_t n = 3 + dexa__conn_watch_options((dexa_http_agent_routes *)r, o + 3);
+  o[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   return DEXA_OK;
 }
 
@@ -285,7 +294,7 @@ DEXA_EXTERN int dexa_http_agent_routes_match(const dexa_http_agent_routes *r, co
   const char *p = route_path(r, url);
   if (!p) return 0;
   return strcmp(p, "/settings") == 0 || strcmp(p, "/sessions") == 0 ||
-         strncmp(p, "/sessions/", 10) == 0;
+         strncmp(p, "/sessions/", 10) == 0 || (r->mcp_config && strcmp(p, "/oauth/callback") == 0);
 }
 
 /* ---- replies ------------------------------------------------------------------ */
@@ -358,7 +367,7 @@ static int queue_reply(struct MHD_Connection *c, dexa__http_reply *reply) {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (reply->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, reply->allow);
   }
-  dexa_http_security_headers(resp, NULL);
+  dexa_http_security_headers(resp, reply->csp);
   enum MHD_Result ok = MHD_queue_response(c, reply->status, resp);
   MHD_destroy_response(resp);
   return ok == MHD_YES ? DEXA_OK : DEXA_E_IO;
@@ -461,6 +470,8 @@ static void dispatch(dexa_http_agent_routes *r, struct MHD_Connection *c, const 
     else method_not_allowed(reply, "POST");
   } else if (strncmp(p, "/sessions/", 10) == 0) {
     session_route(r, c, method, p + 10, req, reply);
+  } else if (r->mcp_config && strcmp(p, "/oauth/callback") == 0) {
+    dexa__http_oauth_callback(r, c, method, reply);
   } else {
     dexa__http_error(reply, 404, DEXA_E_NOT_FOUND, "no such route");
   }
@@ -493,7 +504,7 @@ DEXA_EXTERN int dexa_http_agent_routes_handle(dexa_http_agent_routes *r, void *c
     *upload_data_size = 0;
     return req->body.oom ? DEXA_E_NOMEM : DEXA_OK;
   }
-  dexa__http_reply reply = {0, NULL, 0, NULL, NULL};
+  dexa__http_reply reply = {0, NULL, 0, NULL, NULL, NULL};
   if (req->too_large)
     dexa__http_error(&reply, 413, DEXA_E_TOO_LARGE, "the request body is too large");
   else

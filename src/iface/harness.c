@@ -8,6 +8,8 @@
 #include "dexagents/tools.h"
 #include "util/json_span.h"
 
+#include <cjson/cJSON.h>
+
 #define KNOWN_FLAGS ((uint32_t)(DEXA_HARNESS_OWNS_TRANSCRIPT | DEXA_HARNESS_RUNS_READS))
 
 DEXA_EXTERN int dexa_harness_vtable_init(dexa_harness_vtable *vtable, size_t struct_size) {
@@ -119,6 +121,8 @@ void dexa__harness_reply_free(dexa__harness_reply *r) {
   free(r->spans);
   for (size_t i = 0; i < r->policy_count; i++) free(r->policies[i].call_id);
   free(r->policies);
+  dexa__buf_free(&r->ran);
+  free(r->ran_spans);
   memset(r, 0, sizeof *r);
 }
 
@@ -200,5 +204,63 @@ DEXA_EXTERN int dexa_model_reply_set_tool_policy(dexa_model_reply *reply, const 
   }
   p->effect = effect;
   p->approval = approval;
+  return DEXA_OK;
+}
+
+/* The most output a framework's segment_tool_call event keeps, as for a
+ * read run inside the segment. */
+#define RAN_OUTPUT_MAX 16384
+
+static int nonempty_string(const cJSON *v) {
+  return cJSON_IsString(v) && v->valuestring[0] != '\0';
+}
+
+DEXA_EXTERN int dexa_model_reply_add_framework_tool_call(dexa_model_reply *reply,
+                                                         const char *json, size_t len) {
+  if (!reply || !reply->harness || !json) return DEXA_E_INVALID_ARG;
+  if (dexa__json_validate(json, len) != 0) return DEXA_E_INVALID_JSON;
+  cJSON *doc = cJSON_ParseWithLength(json, len);
+  if (!doc) return DEXA_E_NOMEM;
+  const cJSON *id = cJSON_GetObjectItemCaseSensitive(doc, "call_id");
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(doc, "name");
+  const cJSON *args = cJSON_GetObjectItemCaseSensitive(doc, "arguments");
+  const cJSON *status = cJSON_GetObjectItemCaseSensitive(doc, "status");
+  const cJSON *output = cJSON_GetObjectItemCaseSensitive(doc, "output");
+  const char *st = status ? cJSON_GetStringValue(status) : "ok";
+  int ok = cJSON_IsObject(doc) && nonempty_string(id) && nonempty_string(name) &&
+           (!output || cJSON_IsString(output) || cJSON_IsNull(output)) && st &&
+           (!strcmp(st, "ok") || !strcmp(st, "error") || !strcmp(st, "cancelled"));
+  if (!ok) {
+    cJSON_Delete(doc);
+    return DEXA_E_INVALID_ARG;
+  }
+  dexa__harness_reply *h = reply->harness;
+  if (dexa__grow_array(&h->ran_spans, h->ran_count, &h->ran_cap, sizeof *h->ran_spans) != 0) {
+    cJSON_Delete(doc);
+    return DEXA_E_NOMEM;
+  }
+  size_t off = h->ran.len;
+  dexa__buf *b = &h->ran;
+  dexa__buf_puts(b, ",\"call_id\":");
+  dexa__buf_json_cstr(b, id->valuestring);
+  dexa__buf_puts(b, ",\"name\":");
+  dexa__buf_json_cstr(b, name->valuestring);
+  dexa__buf_puts(b, ",\"arguments\":");
+  char *a = args ? cJSON_PrintUnformatted(args) : NULL;
+  dexa__buf_puts(b, a ? a : "{}");
+  free(a);
+  dexa__buf_puts(b, ",\"status\":");
+  dexa__buf_json_cstr(b, st);
+  const char *text = cJSON_IsString(output) ? output->valuestring : "";
+  size_t tl = strlen(text), shown = tl < RAN_OUTPUT_MAX ? tl : RAN_OUTPUT_MAX;
+  dexa__buf_puts(b, ",\"output\":");
+  dexa__buf_json_str(b, text, shown);
+  if (shown < tl) dexa__buf_puts(b, ",\"output_truncated\":true");
+  dexa__buf_puts(b, ",\"ran_by\":\"framework\"");
+  cJSON_Delete(doc);
+  if (b->oom) return DEXA_E_NOMEM;
+  h->ran_spans[h->ran_count].off = off;
+  h->ran_spans[h->ran_count].len = b->len - off;
+  h->ran_count++;
   return DEXA_OK;
 }

@@ -42,6 +42,12 @@ typedef struct dexa__harness_reply {
   dexa__tool_policy *policies;
   size_t policy_count;
   size_t policy_cap;
+  /* dexa_model_reply_add_framework_tool_call: the members of each call's
+   * segment_tool_call event (from ,"call_id":), back to back */
+  dexa__buf ran;
+  dexa__span *ran_spans;
+  size_t ran_count;
+  size_t ran_cap;
 } dexa__harness_reply;
 
 void dexa__harness_reply_init(dexa__harness_reply *r);

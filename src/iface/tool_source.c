@@ -162,6 +162,7 @@ DEXA_EXTERN int dexa_tool_list_add(dexa_tool_list *list, const char *name, const
   d->effect = effect;
   d->approval = approval;
   d->source = list->current_source;
+  d->connector = list->current_connector;
   if (!d->name || !d->description || !d->parameters) {
     def_free(d);
     return DEXA_E_NOMEM;

@@ -15,6 +15,7 @@ struct dexa_tool_source {
   char *name;
   dexa_tool_source_vtable vt;
   void *user_data;
+  int connector; /* a connector's tools (dexa_connector_tool_source_new): never run inside a segment */
 };
 
 typedef struct dexa__tool_def {
@@ -24,6 +25,7 @@ typedef struct dexa__tool_def {
   int effect;
   int approval;
   size_t source; /* index of the source in the agent */
+  int connector; /* offered by a connector's source */
 } dexa__tool_def;
 
 struct dexa_tool_list {
@@ -31,6 +33,7 @@ struct dexa_tool_list {
   size_t count;
   size_t cap;
   size_t current_source;
+  int current_connector; /* the source being listed is a connector's */
 };
 
 struct dexa_tool_invocation {

@@ -262,6 +262,7 @@ int dexa__runtime_new_with_dispatch(dexa_runtime **out, const char *desc_json,
   copy_options(rt, opts);
   rc = dexa__flow_desc_parse(&rt->desc, desc_json, strlen(desc_json), errmsg, errmsg_size);
   if (rc == DEXA_OK) rc = open_store(rt, opts, errmsg, errmsg_size);
+  if (rc == DEXA_OK) rc = dexa__trace_open(rt, opts);
   if (rc != DEXA_OK) {
     dexa_runtime_free(rt);
     return rc;
@@ -304,6 +305,7 @@ DEXA_EXTERN void dexa_runtime_free(dexa_runtime *rt) {
   free(rt->claimed);
   dexa__heartbeat_stop(rt);
   dexa__gc_shutdown(rt);
+  dexa__trace_close(rt); /* sends what it holds, for a bounded time */
   /* Tasks still claimed are resumed by the next process after their lease. */
   while (rt->inflight) {
     dexa_task *t = rt->inflight;

@@ -278,6 +278,11 @@ struct dexa_runtime {
     int64_t window_ms;
     int64_t left_out;
   } log_sites[32];
+  /* tracing (trace.c): the host's span callbacks and the exporter */
+  dexa_span_fn span_start, span_end;
+  void *trace_user;
+  struct dexa__otlp *otlp; /* NULL: no built-in exporter (otlp_why says why) */
+  char otlp_why[160];
 
   /* delta ring */
   pthread_mutex_t ring_mu;
@@ -503,6 +508,25 @@ uint64_t dexa__inflight_serial(dexa_runtime *rt);
 /* Raises the cancel flag of every in-flight task of session sid whose
  * serial is at most bound (it was claimed before an interrupting RPC). */
 void dexa__interrupt_session(dexa_runtime *rt, const char *sid, uint64_t bound);
+
+/* trace.c: spans of the Steps this runtime dispatches (dexagents-tracing(7)). */
+typedef struct dexa__step_trace {
+  dexa_span *span; /* NULL: not traced */
+  int64_t turn;
+  int64_t turn_since_ms; /* the running turn's start, when it is this turn */
+  char model[128];       /* RunModel: the session's model */
+} dexa__step_trace;
+/* Reads the span callbacks of o and starts the built-in exporter when the
+ * OTEL_* variables ask for it. Returns DEXA_OK (a failed exporter is noted
+ * in rt->otlp_why, never an error). */
+int dexa__trace_open(dexa_runtime *rt, const dexa_runtime_options *o);
+/* Sends what the exporter holds (waiting at most OTEL_BSP_EXPORT_TIMEOUT). */
+void dexa__trace_flush(dexa_runtime *rt);
+void dexa__trace_close(dexa_runtime *rt);
+/* Around a Step method's dispatch; RPCs are not traced. */
+void dexa__trace_step_begin(dexa_runtime *rt, const dexa_call *call, dexa__step_trace *t);
+void dexa__trace_step_end(dexa_runtime *rt, const dexa_call *call, const dexa_result *res, int rc,
+                          dexa__step_trace *t);
 
 /* workers.c */
 void dexa__workers_join(dexa_runtime *rt);

@@ -67,9 +67,12 @@ void dexa__call_for_row(dexa_runtime *rt, dexa_call *call, const dexa__step_row 
 
 int dexa__dispatch_call(dexa_runtime *rt, const dexa_call *call, dexa_result **res) {
   *res = NULL;
+  dexa__step_trace trace;
+  dexa__trace_step_begin(rt, call, &trace);
   int rc = rt->dispatch(rt->dispatch_user, res, call);
-  if (rc == DEXA_OK && *res && dexa_result_status(*res) == DEXA_OK) return DEXA_OK;
-  if (rc == DEXA_OK) rc = *res ? dexa_result_status(*res) : DEXA_E_INTERNAL;
+  if (rc == DEXA_OK && !(*res && dexa_result_status(*res) == DEXA_OK))
+    rc = *res ? dexa_result_status(*res) : DEXA_E_INTERNAL;
+  dexa__trace_step_end(rt, call, *res, rc, &trace);
   return rc;
 }
 

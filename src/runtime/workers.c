@@ -75,6 +75,7 @@ DEXA_EXTERN int dexa_runtime_stop(dexa_runtime *rt) {
   pthread_mutex_unlock(&rt->mu);
   for (int32_t i = 0; i < n; i++) pthread_join(ws[i], NULL);
   free(ws);
+  dexa__trace_flush(rt);
   return DEXA_OK;
 }
 

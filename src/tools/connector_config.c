@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dexagents/errors.h"
+#include "iface/tool_source.h"
 #include "tools/connector_internal.h"
 #include "util/buf.h"
 #include "util/json_num.h"
@@ -277,6 +278,7 @@ DEXA_EXTERN int dexa_connector_tool_source_new(dexa_tool_source **out,
     if (rc == DEXA_E_UNSUPPORTED) /* connector_slack_absent.c */
       fail(&p, rc, "connection %.64s: connectors: built without WITH_CURL=1", connection);
     else if (rc != DEXA_OK) fail(&p, rc, "connection %.64s: %s", connection, dexa_strerror(rc));
+    else (*out)->connector = 1; /* its tools leave a harness's segment, even reads */
     return rc;
   }
   return fail(&p, DEXA_E_NOT_FOUND, "no connection \"%.64s\" in the connector configuration",

@@ -49,7 +49,7 @@ if has http && has sqlite; then
   port=$(sed -n 's|.*open http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$port_log")
   page=""
   if [[ -n $port ]] && exec 3<>"/dev/tcp/127.0.0.1/$port"; then # no curl on a fresh machine
-    printf 'GET /products/ai-agent/ HTTP/1.0\r\n\r\n' >&3
+    printf 'GET /products/ai-agent/ HTTP/1.0\r\nHost: 127.0.0.1:%s\r\n\r\n' "$port" >&3 # the Host check
     page=$(timeout 60 cat <&3)
     exec 3<&-
   fi

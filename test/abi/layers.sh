@@ -16,7 +16,8 @@ allowed() {
   model | tools) echo "$1 iface util" ;;
   harness) echo "harness iface util" ;;
   store) echo "store util" ;;
-  runtime) echo "runtime store flow iface util" ;;
+  runtime) echo "runtime store flow iface util trace" ;;
+  trace) echo "trace util" ;; # spans and the OTLP exporter
   http) echo "http util" ;;
   cli) echo "cli" ;; # the dexagents command: the public headers only
   *) echo "$1 iface flow util" ;; # a new layer: interfaces only until it is listed here
@@ -25,12 +26,12 @@ allowed() {
 
 # public_too DIR: directories DIR may also reach through their public dexa_
 # functions only (the ABI): the runtime is a host of dexa_dispatch, the HTTP
-# routes are clients of the runtime, and the dexagents command (src/cli,
+# routes are clients of the runtime (and of the MCP sign-in), and the dexagents command (src/cli,
 # not part of the library) is a client of the whole ABI.
 public_too() {
   case $1 in
   runtime) echo "core" ;;
-  http) echo "runtime" ;;
+  http) echo "runtime tools" ;;
   cli) echo "core flow iface model tools store runtime http util" ;;
   esac
 }

@@ -56,6 +56,17 @@ export function toolBodies(dir) {
   };
 }
 
+/** The tool a framework runs itself, inside the segment (the AI SDK's
+ * runInside, the OpenAI Agents SDK's MCP server); counted like the others. */
+export function insideBody(dir) {
+  const runs = path.join(dir, 'runs');
+  return async (args) => {
+    fs.appendFileSync(runs, 'get_rate\n');
+    return `rate ${args.pair} 1.1`;
+  };
+}
+const RATE_SCHEMA = { type: 'object', properties: { pair: { type: 'string' } }, required: ['pair'] };
+
 const SCHEMAS = {
   get_weather: { type: 'object', properties: { city: { type: 'string' }, sync: { type: 'boolean' } }, required: ['city'] },
   get_time: { type: 'object', properties: { tz: { type: 'string' }, sync: { type: 'boolean' } }, required: ['tz'] },
@@ -83,7 +94,10 @@ async function aiSdk(base, dir, provider) {
       // the AI SDK's own metadata: cancel_order and open_vault need approval
       ...(GATED.has(name) ? { needsApproval: true } : {}) });
   }
-  return aiSdkHarness({ name: `ai-sdk/${provider}`, model, tools,
+  // a tool whose execute the SDK runs itself, inside the segment
+  tools.get_rate = tool({ description: 'The exchange rate of a currency pair', inputSchema: jsonSchema(RATE_SCHEMA),
+    execute: insideBody(dir) });
+  return aiSdkHarness({ name: `ai-sdk/${provider}`, model, tools, runInside: ['get_rate'],
     effects: { get_weather: 'read', get_time: 'read', cancel_order: 'write', slow_write: 'write', open_vault: 'read' },
     approvals: { slow_write: false } });
 }
@@ -112,7 +126,15 @@ async function openAIAgents(base, dir) {
   const tools = Object.keys(bodies).map((name) => tool({ name, description: DESCRIPTIONS[name],
     parameters: SCHEMAS[name], strict: false, execute: (args) => bodies[name](args),
     needsApproval: GATED.has(name) })); // the SDK's own flag: cancel_order and open_vault need approval
-  const agent = new Agent({ name: 'assistant', instructions: 'You are a test agent.', model: 'gpt-test', tools });
+  // an MCP server whose tools the SDK calls itself, inside the segment (in
+  // memory: the MCPServer interface the SDK lists and calls)
+  const rate = insideBody(dir);
+  const mcp = { name: 'rates', cacheToolsList: false, async connect() {}, async close() {},
+    async invalidateToolsCache() {},
+    async listTools() { return [{ name: 'get_rate', description: 'The exchange rate of a currency pair', inputSchema: RATE_SCHEMA }]; },
+    async callTool(name, args) { return [{ type: 'text', text: await rate(args || {}) }]; } };
+  const agent = new Agent({ name: 'assistant', instructions: 'You are a test agent.', model: 'gpt-test', tools,
+    mcpServers: [mcp] });
   const runner = new Runner({ tracingDisabled: true,
     modelProvider: new OpenAIProvider({ apiKey: 'test', baseURL: `${base}/v1` }) });
   return openAIAgentsHarness({ agent, runner,
@@ -152,7 +174,11 @@ async function mastra(base, dir) {
       ...(GATED.has(name) ? { requireApproval: true } : {}) }); // Mastra's own approval flag
   }
   const model = createOpenAI({ baseURL: `${base}/v1`, apiKey: 'test' })('gpt-test');
-  const agent = new Agent({ id: 'assistant', name: 'assistant', instructions: 'You are a test agent.', model, tools });
+  // a sub-agent: Mastra offers it as the tool agent-helper and runs it itself, inside the segment
+  const helper = new Agent({ id: 'helper', name: 'helper', description: 'Answers a task',
+    instructions: 'You are the helper agent.', model });
+  const agent = new Agent({ id: 'assistant', name: 'assistant', instructions: 'You are a test agent.', model, tools,
+    agents: { helper } });
   return mastraHarness({ agent, approvals: { slow_write: false } });
 }
 
@@ -189,6 +215,16 @@ export const ADAPTERS = {
   adk: (base, dir) => adk(base, dir),
 };
 
+/** Adapters whose framework runs a tool inside the segment in the table
+ * (the AI SDK's runInside tool, an OpenAI Agents SDK MCP server's tool, a
+ * Mastra sub-agent): the name and the output of its segment_tool_call event. */
+export const INSIDE = {
+  'ai-sdk-openai': ['get_rate', 'rate EURUSD 1.1'],
+  'ai-sdk-anthropic': ['get_rate', 'rate EURUSD 1.1'],
+  'openai-agents': ['get_rate', 'rate EURUSD 1.1'],
+  mastra: ['agent-helper', 'The helper says 42.'],
+};
+
 /** Adapters whose transcript is Dex's: Dex compaction summarizes through the framework. */
 export const COMPACTS = new Set(['ai-sdk-openai', 'ai-sdk-anthropic', 'openai-agents', 'mastra']);
 
@@ -196,5 +232,6 @@ export const COMPACTS = new Set(['ai-sdk-openai', 'ai-sdk-anthropic', 'openai-ag
 export async function makeAgent(dx, adapter, base, dir, extra = {}) {
   const h = await ADAPTERS[adapter](base, dir);
   return new dx.Agent({ instructions: 'You are a test agent.', models: [h], tools: h.tools,
-    builtInTools: BUILT_INS.has(adapter) ? ['ask_user'] : [], limits: { runModelMaxAttempts: 3 }, ...extra });
+    builtInTools: BUILT_INS.has(adapter) ? ['ask_user', 'durable_wait', 'write_todos'] : [],
+    planModeEnabled: BUILT_INS.has(adapter), limits: { runModelMaxAttempts: 3 }, ...extra });
 }

@@ -26,7 +26,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { ADAPTERS, BUILT_INS, COMPACTS, makeAgent, openAIAgentsHandoff } from './_defs.mjs';
+import { ADAPTERS, BUILT_INS, COMPACTS, INSIDE, makeAgent, openAIAgentsHandoff } from './_defs.mjs';
 
 const require = createRequire(import.meta.url);
 const dx = require('dexagents');
@@ -71,6 +71,18 @@ function fixtures(tag) {
     { match: { userMessage: u('handoff'), systemMessage: 'weather expert', toolResultContains: 'sunny' }, response: { content: 'The expert answered.' } },
     { match: { userMessage: u('handoff'), systemMessage: 'weather expert' }, response: calls(['get_weather', { city: 'Bergen' }]) },
     { match: { userMessage: u('handoff') }, response: calls(['transfer_to_expert', {}]) },
+    // a tool the framework runs inside the segment (Mastra: its sub-agent, whose own model call comes first)
+    { match: { userMessage: u('helper-job'), systemMessage: 'You are the helper agent' }, response: { content: 'The helper says 42.' } },
+    { match: { userMessage: u('inside'), hasToolResult: true }, response: { content: 'Inside done.' } },
+    { match: { userMessage: u('inside') }, response: tag === 'mastra'
+      ? calls(['agent-helper', { prompt: u('helper-job') }]) : calls(['get_rate', { pair: 'EURUSD' }]) },
+    // Dex's built-in tools: durable_wait, and a plan (write_todos in a planning turn, then execute_plan)
+    { match: { userMessage: u('wait'), hasToolResult: true }, response: { content: 'Waited.' } },
+    { match: { userMessage: u('wait') }, response: calls(['durable_wait', { seconds: 1 }]) },
+    { match: { userMessage: u('plan'), hasToolResult: true }, response: { content: 'Plan ready.' } },
+    { match: { userMessage: u('plan') }, response: calls(['write_todos', { todos: [
+      { content: 'look it up', status: 'pending' }, { content: 'answer', status: 'pending' }] }]) },
+    { match: { userMessage: 'Execute the plan (revision 1)' }, response: { content: 'Executing the plan.' } },
     { match: { userMessage: u('restart'), hasToolResult: true }, response: { content: 'Order 11 is cancelled.' } },
     { match: { userMessage: u('restart') }, response: calls(['cancel_order', { id: 11 }]) },
   ];
@@ -160,6 +172,11 @@ for (const adapter of selected) {
       await rt.send(sid, text);
       await rt.waitIdle(sid, { timeoutMs: 60000 });
       return rt.snapshot(sid);
+    };
+    const eventsOf = async (sid) => {
+      const out = [];
+      for await (const e of rt.events(sid)) out.push(e);
+      return out;
     };
     const pendingOf = (sid) => until(async () => (await rt.snapshot(sid)).pending[0], 'a pending approval');
     try {
@@ -281,6 +298,56 @@ for (const adapter of selected) {
         await rt.answer(sid, p.callId, 'blue');
         await rt.waitIdle(sid, { timeoutMs: 60000 });
         assert.deepEqual(texts(await rt.snapshot(sid)), ['Blue it is.']);
+      });
+
+      if (BUILT_INS.has(adapter)) await t.test('durable_wait waits in AwaitTimer and the turn goes on', async () => {
+        const sid = await session();
+        await rt.send(sid, u('wait'));
+        // the session waits in AwaitTimer (idle for waitIdle), then the turn goes on
+        const snap = await until(async () => {
+          const s = await rt.snapshot(sid);
+          return texts(s).includes('Waited.') && s;
+        }, 'the turn after the timer');
+        assert.deepEqual(texts(snap), ['Waited.']);
+        assert.deepEqual(toolMsgs(snap).map((m) => [m.name, m.status]), [['durable_wait', 'ok']]);
+        assert.ok((await eventsOf(sid)).some((e) => e.type === 'timer_fired'), 'the timer fired');
+      });
+
+      if (BUILT_INS.has(adapter)) await t.test('a plan: write_todos in a planning turn, then execute_plan', async () => {
+        const sid = await session();
+        await rt.send(sid, u('plan'), { planMode: true });
+        await rt.waitIdle(sid, { timeoutMs: 60000 });
+        let snap = await rt.snapshot(sid);
+        assert.deepEqual(texts(snap), ['Plan ready.']);
+        assert.equal(snap.plan.revision, 1);
+        assert.equal(snap.plan.status, 'draft');
+        assert.deepEqual(snap.plan.todos.map((x) => x.content), ['look it up', 'answer']);
+        await rt.executePlan(sid, 1);
+        await until(async () => texts(await rt.snapshot(sid)).includes('Executing the plan.'), 'the executing turn');
+        await rt.waitIdle(sid, { timeoutMs: 60000 });
+        snap = await rt.snapshot(sid);
+        assert.equal(snap.turn.mode, 'executing');
+        assert.deepEqual(texts(snap), ['Plan ready.', 'Executing the plan.']);
+      });
+
+      // where the framework runs a tool itself, inside the model Step
+      if (INSIDE[adapter]) await t.test('a tool the framework runs inside the segment is a durable event, not a Step', async () => {
+        const [name, output] = INSIDE[adapter];
+        const sid = await session();
+        const snap = await turn(sid, u('inside'));
+        assert.deepEqual(texts(snap), ['Inside done.']);
+        assert.deepEqual(toolMsgs(snap), [], 'no tool Step of Dex');
+        const events = await eventsOf(sid);
+        const ran = events.filter((e) => e.type === 'segment_tool_call');
+        assert.equal(ran.length, 1, JSON.stringify(ran));
+        assert.equal(ran[0].ranBy, 'framework');
+        assert.equal(ran[0].name, name);
+        if (!String(ran[0].output).includes(output)) {
+          console.error((await requests()).filter((b) => b.includes('helper')).join('\n'));
+        }
+        assert.ok(String(ran[0].output).includes(output), ran[0].output);
+        assert.ok(!events.some((e) => e.type === 'tool_call_finished'));
+        if (name === 'get_rate') assert.equal(runs(dir).n('get_rate'), 1);
       });
     } finally {
       await rt.close({ timeoutMs: 5000 });

@@ -21,7 +21,7 @@ cd "$(dirname "$0")/../.." || exit 2
 BUILD=${BUILD:-build}
 LIBOUT=${LIBOUT:-lib}
 DIR="$BUILD/npm-adapters"
-TESTS=88 # the checks of _table.mjs (13 per adapter, +1 with ask_user, +1 with compaction, +1 handoff), for the skipped count
+TESTS=102 # the checks of _table.mjs (13 per adapter, +3 with the built-in tools (ask_user, durable_wait, a plan), +1 with a tool run inside the segment, +1 with compaction, +1 handoff), for the skipped count
 
 skip_all() {
   if [[ -n ${CI:-} ]]; then

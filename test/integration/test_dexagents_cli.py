@@ -409,6 +409,28 @@ class ChatTest(Base):
             os.close(fd)
 
 
+    def test_chat_with_an_mcp_server(self):
+        # --mcp-config: the server's tools are the session's; a read runs at once
+        # through the MCP client, and the server saw the call.
+        log = os.path.join(self.tmp, "fake.log")
+        cfg = os.path.join(self.tmp, "mcp.json")
+        with open(cfg, "w") as f:
+            json.dump({"mcpServers": {"fake": {
+                "command": "python3",
+                "args": [os.path.join(ROOT, "test", "mcp", "_fake_server.py"), "stdio", "modern"],
+                "env": {"FAKE_LOG": log}, "trustAnnotations": True}}}, f)
+        r = run("chat", "--store", self.store, "--mcp-config", cfg,
+                input='/tool fake__echo {"text":"over MCP"}\n')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("  <- tool fake__echo: ok", r.stdout)
+        self.assertIn("echo: over MCP", r.stdout)
+        with open(log) as f:
+            self.assertIn("recv tools/call", f.read())
+        r = run("chat", "--store", self.store, "--mcp-config", os.path.join(self.tmp, "none.json"),
+                input="")
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+
+
 class FakeSlack:
     """chat.postMessage on 127.0.0.1, a free port. Each post is held until
     release() so a test can act while it is in flight."""
@@ -581,6 +603,113 @@ class ServeTest(Base):
         self.assertEqual(self.show(sid)["session_id"], sid)
         s.send_signal(signal.SIGTERM)
         self.assertEqual(s.wait(timeout=LONG), 0)
+
+    def serve(self, *args, env=None, config=None):
+        """Starts serve on a free port; returns (process, base URL, port)."""
+        extra = ["--config", config] if config else []
+        s = subprocess.Popen([DEX, "serve", "--listen", "127.0.0.1:0", "--store", self.store,
+                              "--ui", "examples/ai-agent/ui"] + extra + list(args), cwd=ROOT,
+                             env=env or clean_env(DEX_AGENT_SESSION_KEY="test-key"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.procs.append(s)
+        line = wait_until("the address", lambda: (lambda l: l if "open http" in l or not l else None)(s.stdout.readline()))
+        self.assertIn("open http", line, s.stderr.read() if s.poll() is not None else "")
+        base = line.split("open ")[1].strip().rstrip("/")
+        return s, base, int(base.split(":")[2].split("/")[0])
+
+    def raw(self, port, src="127.0.0.1"):
+        c = socket.socket()
+        c.bind((src, 0))
+        c.connect(("127.0.0.1", port))
+        return c
+
+    def get(self, port, path, host=None):
+        """GET with the given Host header: (status, headers, body)."""
+        import http.client
+        h = http.client.HTTPConnection("127.0.0.1", port, timeout=LONG)
+        h.putrequest("GET", path, skip_host=True)
+        h.putheader("Host", host or "127.0.0.1:%d" % port)
+        h.endheaders()
+        r = h.getresponse()
+        out = (r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
+        h.close()
+        return out
+
+    @staticmethod
+    def closed_within(c, seconds):
+        c.settimeout(seconds)
+        try:
+            while c.recv(4096):
+                pass
+            return True
+        except (socket.timeout, TimeoutError):
+            return False
+        except OSError:
+            return True
+
+    def test_serve_is_hardened(self):
+        cfg = os.path.join(self.tmp, "serve.json")
+        with open(cfg, "w") as f:
+            json.dump({"requestTimeoutMs": 1500, "maxConnections": 200}, f)
+        s, base, port = self.serve("--max-connections-per-client", "8", "--idle-timeout", "60",
+                                   "--allowed-hosts", "agent.example", config=cfg)
+        P = "/products/ai-agent"
+        # the page's files: the security headers, every one
+        for path in [P + "/", P + "/app.js", P + "/style.css", P + "/missing.js"]:
+            st, h, _ = self.get(port, path)
+            self.assertEqual(st, 404 if "missing" in path else 200, path)
+            csp = h.get("content-security-policy", "")
+            self.assertIn("frame-ancestors 'none'", csp, path)
+            self.assertIn("default-src 'none'", csp, path)
+            self.assertIn("script-src 'self'", csp, path)
+            self.assertEqual(h.get("x-content-type-options"), "nosniff", path)
+            self.assertEqual(h.get("x-frame-options"), "DENY", path)
+        # a foreign Host (DNS rebinding) gets 421 on the page and the routes; an allowed one works
+        for path in [P + "/", P + "/app.js", P + "/settings", "/"]:
+            self.assertEqual(self.get(port, path, host="evil.example:%d" % port)[0], 421, path)
+        self.assertEqual(self.get(port, P + "/settings", host="agent.example:%d" % port)[0], 200)
+        self.assertEqual(self.get(port, P + "/settings", host="localhost:%d" % port)[0], 200)
+        # 60 silent connections of one client: it keeps 8, the rest are closed at
+        # once, and another client is answered meanwhile
+        idle = [self.raw(port, "127.0.0.2") for _ in range(60)]
+        refused = sum(1 for c in idle[8:] if self.closed_within(c, 10))
+        self.assertGreaterEqual(refused, 52 - 1)
+        t0 = time.monotonic()
+        self.assertEqual(self.get(port, P + "/settings")[0], 200)
+        self.assertLess(time.monotonic() - t0, 30)
+        # headers that trickle in are cut off after requestTimeoutMs (the idle
+        # timeout, 60 s, would never end them: each byte resets it)
+        slow = self.raw(port, "127.0.0.3")
+        slow.sendall(b"GET " + P.encode() + b"/settings HTTP/1.1\r\nX-Slow: ")
+        t0 = time.monotonic()
+        cut = None
+        while time.monotonic() - t0 < 30:
+            try:
+                slow.sendall(b"a")
+            except OSError:
+                cut = time.monotonic() - t0
+                break
+            if self.closed_within(slow, 0.1):
+                cut = time.monotonic() - t0
+                break
+        self.assertIsNotNone(cut, "trickling headers were not cut off")
+        self.assertGreater(cut, 1.0)
+        # the held silent ones are closed by the header timeout too
+        self.assertEqual(sum(1 for c in idle[:8] if self.closed_within(c, LONG)), 8)
+        for c in idle + [slow]:
+            c.close()
+        s.send_signal(signal.SIGTERM)
+        self.assertEqual(s.wait(timeout=LONG), 0)
+
+    def test_serve_options_are_checked(self):
+        r = run("serve", "--store", self.store, "--max-connections", "0")
+        self.assertEqual(r.returncode, 2)
+        cfg = os.path.join(self.tmp, "bad.json")
+        with open(cfg, "w") as f:
+            json.dump({"idleTimeout": "soon"}, f)
+        r = run("serve", "--store", self.store, "--config", cfg)
+        self.assertEqual(r.returncode, 3)
+        self.assertIn("idleTimeout", r.stderr)
 
 
 def main():

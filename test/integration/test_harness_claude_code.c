@@ -14,7 +14,16 @@
  *     killed worker's CLI does not outlive it;
  *   - Stop during a segment ends the CLI: no process of its group is left;
  *   - a write from a subagent is denied and the model is told why;
- *   - the state limit ends a session whose transcript outgrows it.
+ *   - the state limit ends a session whose transcript outgrows it;
+ *   - an MCP tool source's read (test/mcp/_fake_server.py) is offered to the
+ *     CLI and runs inside the segment;
+ *   - an idempotent write ends the segment and runs in CallTool (a
+ *     transient failure is retried there, which CallSingleAttemptTool would
+ *     not do);
+ *   - ask_user ends the segment: the CLI exits, the question waits, the
+ *     answer reaches the resumed Claude session;
+ *   - a segment that outlasts the harness's timeout_ms is ended (its CLI
+ *     group reaped), retried, and fails the turn with the timeout.
  * The scripted conversations are aimock fixtures matched on the request
  * (the user's text, or the id of the tool result the request ends with).
  * test-needs: sqlite providers */
@@ -128,19 +137,56 @@ static int delete_all(void *u, const dexa_tool_invocation *inv, dexa_tool_output
   return counted(inv, "deletes", out, "deleted everything;");
 }
 
+/* An idempotent write whose first call fails transiently: CallTool runs it
+ * again (CallSingleAttemptTool would record the error). */
+static int tag_order(void *u, const dexa_tool_invocation *inv, dexa_tool_output *out) {
+  int first = count_lines("tags") == 0;
+  int rc = counted(inv, "tags", out, "order tagged;");
+  if (!first) return rc;
+  static const char busy[] = "the tag service is busy";
+  dexa_tool_output_set_text(out, busy, sizeof busy - 1, 1);
+  return DEXA_E_TRANSIENT;
+}
+
+static char mcp_script[600];
+
+/* The fake MCP server's stdio source (its tools: fake__echo, a trusted read,
+ * and more), or NULL. */
+static dexa_tool_source *mcp_source(void) {
+  char json[2048], log[300], err[256];
+  path_in_dir(log, sizeof log, "mcp.log");
+  snprintf(json, sizeof json,
+           "{\"mcpServers\":{\"fake\":{\"command\":\"python3\",\"args\":[\"%s\",\"stdio\",\"legacy\"],"
+           "\"env\":{\"FAKE_LOG\":\"%s\"},\"trustAnnotations\":true}}}",
+           mcp_script, log);
+  dexa_mcp_config *cfg = NULL;
+  if (dexa_mcp_config_load(&cfg, NULL, json, strlen(json), err, sizeof err) != DEXA_OK) {
+    fprintf(stderr, "    mcp config: %s\n", err);
+    return NULL;
+  }
+  dexa_tool_source **v = NULL;
+  size_t n = 0;
+  dexa_mcp_tool_sources_new(&v, &n, cfg);
+  dexa_mcp_config_free(cfg);
+  dexa_tool_source *s = n == 1 ? v[0] : NULL;
+  for (size_t i = 1; i < n; i++) dexa_tool_source_free(v[i]);
+  free(v);
+  return s;
+}
+
 static const char *const obj_schema = "{\"type\":\"object\",\"properties\":{}}";
 
-static dexa_agent *make_agent(int64_t max_state_bytes) {
+static dexa_agent *make_agent_with(int64_t max_state_bytes, int64_t timeout_ms, int with_mcp) {
   char opts[2048], home[300], err[256] = "";
   snprintf(home, sizeof home, "%s/home", dir);
   snprintf(opts, sizeof opts,
-           "{\"cli_path\":\"%s\",\"model\":\"claude-test\",\"timeout_ms\":180000,"
+           "{\"cli_path\":\"%s\",\"model\":\"claude-test\",\"timeout_ms\":%lld,"
            "\"allowed_tools\":[\"Agent\"],\"cwd\":\"%s\",\"env\":{"
            "\"ANTHROPIC_BASE_URL\":\"http://127.0.0.1:%d\",\"HOME\":\"%s\","
            "\"DISABLE_TELEMETRY\":\"1\",\"DISABLE_ERROR_REPORTING\":\"1\","
            "\"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC\":\"1\",\"DISABLE_AUTOUPDATER\":\"1\","
            "\"CLAUDE_CODE_MAX_RETRIES\":\"0\"}}",
-           claude, dir, port, home);
+           claude, (long long)timeout_ms, dir, port, home);
   dexa_model *m = NULL;
   if (dexa_harness_claude_code_new(&m, "claude-code/test", opts, strlen(opts), err,
                                    sizeof err) != DEXA_OK) {
@@ -157,13 +203,17 @@ static dexa_agent *make_agent(int64_t max_state_bytes) {
                           DEXA_APPROVAL_NONE, send_mail, NULL);
   dexa_function_tools_add(tools, "delete_all", "Deletes every order", obj_schema,
                           DEXA_TOOL_WRITE, DEXA_APPROVAL_REQUIRED, delete_all, NULL);
+  dexa_function_tools_add(tools, "tag_order", "Tags an order (idempotent)", obj_schema,
+                          DEXA_TOOL_IDEMPOTENT_WRITE, DEXA_APPROVAL_NONE, tag_order, NULL);
+  dexa_tool_source *sources[2] = {tools, with_mcp ? mcp_source() : NULL};
   dexa_agent_def def;
   dexa_agent_def_init(&def, sizeof def);
   def.instructions = "You are a test agent.";
   def.models = &m;
   def.model_count = 1;
-  def.tool_sources = &tools;
-  def.tool_source_count = 1;
+  def.tool_sources = sources;
+  def.tool_source_count = sources[1] ? 2 : 1;
+  def.builtin_tools = DEXA_BUILTIN_ASK_USER;
   if (max_state_bytes) {
     def.max_state_bytes = max_state_bytes;
     def.max_message_bytes = 4096;
@@ -172,7 +222,12 @@ static dexa_agent *make_agent(int64_t max_state_bytes) {
   if (dexa_agent_new(&a, &def, err, sizeof err) != DEXA_OK) fprintf(stderr, "    agent: %s\n", err);
   dexa_model_free(m);
   dexa_tool_source_free(tools);
+  dexa_tool_source_free(sources[1]);
   return a;
+}
+
+static dexa_agent *make_agent(int64_t max_state_bytes) {
+  return make_agent_with(max_state_bytes, 180000, 0);
 }
 
 /* ---- aimock ---- */
@@ -241,6 +296,24 @@ static const char *const fixtures =
     "{\"match\":{\"userMessage\":\"cc-steer-2\"},\"response\":{\"content\":\"Answer to the steer.\"}},\n"
     "{\"match\":{\"userMessage\":\"cc-steer-1\"},\"response\":{\"content\":\"Steered-away answer.\"},"
     "\"chaos\":{\"latencyMs\":4000}},\n"
+    /* an MCP tool source's read */
+    "{\"match\":{\"toolCallId\":\"toolu_mc1\",\"toolResultContains\":\"hello mcp\"},"
+    "\"response\":{\"content\":\"The server echoed it.\"}},\n"
+    "{\"match\":{\"userMessage\":\"cc-mcp\"},\"response\":{\"toolCalls\":[{\"id\":\"toolu_mc1\","
+    "\"name\":\"mcp__dex__fake__echo\",\"arguments\":\"{\\\"text\\\":\\\"hello mcp\\\"}\"}]}},\n"
+    /* an idempotent write */
+    "{\"match\":{\"toolCallId\":\"toolu_id1\",\"toolResultContains\":\"order tagged\"},"
+    "\"response\":{\"content\":\"The order is tagged.\"}},\n"
+    "{\"match\":{\"userMessage\":\"cc-idem\"},\"response\":{\"toolCalls\":[{\"id\":\"toolu_id1\","
+    "\"name\":\"mcp__dex__tag_order\",\"arguments\":\"{\\\"order\\\":\\\"5\\\"}\"}]}},\n"
+    /* ask_user */
+    "{\"match\":{\"toolCallId\":\"toolu_as1\",\"toolResultContains\":\"blue\"},"
+    "\"response\":{\"content\":\"Blue it is.\"}},\n"
+    "{\"match\":{\"userMessage\":\"cc-ask\"},\"response\":{\"toolCalls\":[{\"id\":\"toolu_as1\","
+    "\"name\":\"mcp__dex__ask_user\",\"arguments\":\"{\\\"prompt\\\":\\\"Which color?\\\"}\"}]}},\n"
+    /* a segment past its timeout: an answer 30 s late */
+    "{\"match\":{\"userMessage\":\"cc-timeout\"},\"response\":{\"content\":"
+    "\"This answer is far too late.\"},\"chaos\":{\"latencyMs\":30000}},\n"
     /* anything else (the state-limit session, the CLI's side requests) */
     "{\"match\":{},\"response\":{\"content\":\"Noted.\"}}\n"
     "]}\n";
@@ -469,7 +542,7 @@ static dexa_runtime *rt;
 
 static int shared_runtime(void) {
   if (rt) return 1;
-  agent = make_agent(0);
+  agent = make_agent_with(0, 180000, 1);
   rt = agent ? open_runtime(agent, "shared.db") : NULL;
   return rt && dexa_runtime_start(rt, 2) == DEXA_OK;
 }
@@ -632,6 +705,85 @@ static void test_the_state_limit_ends_the_session(void) {
   dexa_agent_free(a);
 }
 
+static int file_has(const char *name, const char *needle) {
+  char path[512], buf[4096];
+  path_in_dir(path, sizeof path, name);
+  FILE *f = fopen(path, "r");
+  int found = 0;
+  while (f && !found && fgets(buf, sizeof buf, f)) found = strstr(buf, needle) != NULL;
+  if (f) fclose(f);
+  return found;
+}
+
+static void test_an_mcp_tool_source_is_offered_to_the_cli(void) {
+  if (skip_reason) SKIP(skip_reason);
+  CHECK(shared_runtime());
+  CHECK_EQ_INT(start_session(rt, "s-mcp", "cc-mcp"), DEXA_OK);
+  /* The fixture answers only once the CLI got the server's own result. */
+  CHECK(answered(rt, "s-mcp", "The server echoed it.", 120000));
+  CHECK(file_has("mcp.log", "tools/call"));
+  CHECK_EQ_INT(count_events(rt, "s-mcp", "segment_tool_call"), 1); /* a read: inside */
+  CHECK_EQ_INT(count_events(rt, "s-mcp", "tool_call_finished"), 0);
+  /* The CLI's request listed it with its MCP name. */
+  CHECK(wait_journal("mcp__dex__fake__echo", 1000));
+}
+
+static void test_an_idempotent_write_runs_in_call_tool(void) {
+  if (skip_reason) SKIP(skip_reason);
+  CHECK(shared_runtime());
+  CHECK_EQ_INT(start_session(rt, "s-idem", "cc-idem"), DEXA_OK);
+  CHECK(answered(rt, "s-idem", "The order is tagged.", 180000));
+  /* It left the segment for its own Step (no approval needed), where the
+   * transient failure of its first run was retried: CallTool. */
+  CHECK_EQ_INT(count_lines("tags"), 2);
+  CHECK_EQ_INT(count_events(rt, "s-idem", "tool_call_finished"), 1);
+  CHECK_EQ_INT(count_events(rt, "s-idem", "segment_tool_call"), 0);
+  char *s = snapshot(rt, "s-idem");
+  CHECK_CONTAINS(s, "\"status\":\"ok\"");
+  dexa_free(s);
+}
+
+static void test_ask_user_ends_the_segment(void) {
+  if (skip_reason) SKIP(skip_reason);
+  CHECK(shared_runtime());
+  CHECK_EQ_INT(start_session(rt, "s-ask", "cc-ask"), DEXA_OK);
+  int asked = wait_snapshot(rt, "s-ask", "\"kind\":\"question\"", 120000);
+  if (!asked) show(rt, "s-ask");
+  CHECK(asked);
+  /* The segment is over: no CLI runs while the question waits. */
+  pid_t left[4];
+  int gone = 0;
+  for (int64_t end = now_ms() + 30000; !gone && now_ms() < end; usleep(50000))
+    gone = cli_children(getpid(), left, 4) == 0;
+  CHECK(gone);
+  CHECK_EQ_INT(call(rt, "s-ask", "answer_question", "{\"call_id\":\"toolu_as1\",\"answer\":\"blue\"}"),
+               DEXA_OK);
+  CHECK(answered(rt, "s-ask", "Blue it is.", 120000));
+}
+
+static void test_a_segment_past_its_timeout_fails_the_turn(void) {
+  if (skip_reason) SKIP(skip_reason);
+  dexa_agent *a = make_agent_with(0, 5000, 0);
+  dexa_runtime *quick = a ? open_runtime(a, "timeout.db") : NULL;
+  CHECK(quick && dexa_runtime_start(quick, 1) == DEXA_OK);
+  CHECK_EQ_INT(start_session(quick, "s-timeout", "cc-timeout"), DEXA_OK);
+  pid_t cli = wait_cli_child(getpid(), 60000);
+  CHECK(cli > 0);
+  /* Three attempts of 5 s each (the answer is 30 s late), then the turn fails. */
+  int failed = wait_snapshot(quick, "s-timeout", "ran past 5000 ms", 180000) &&
+               dexa_runtime_wait_idle(quick, "s-timeout", 120000) == DEXA_OK;
+  if (!failed) show(quick, "s-timeout");
+  CHECK(failed);
+  CHECK(wait_group_gone(cli, 10000));
+  CHECK(count_events(quick, "s-timeout", "step_retrying") >= 2);
+  CHECK_EQ_INT(count_events(quick, "s-timeout", "turn_failed"), 1);
+  char *s = snapshot(quick, "s-timeout");
+  CHECK(s && !strstr(s, "far too late"));
+  dexa_free(s);
+  dexa_runtime_free(quick);
+  dexa_agent_free(a);
+}
+
 /* ---- kill -9 of a worker process ---- */
 
 static pid_t worker;
@@ -752,6 +904,7 @@ int main(void) {
   }
   /* The key comes from the environment only (a dummy: aimock takes any). */
   setenv("ANTHROPIC_API_KEY", "sk-ant-test-dummy", 1);
+  if (!realpath("test/mcp/_fake_server.py", mcp_script)) mcp_script[0] = '\0';
   FILE *p = popen("test/integration/_claude_code_setup.sh", "r");
   if (!p || !fgets(claude, sizeof claude, p)) claude[0] = '\0';
   int setup_rc = p ? pclose(p) : -1;
@@ -778,6 +931,10 @@ int main(void) {
   RUN(test_a_subagent_write_is_denied);
   RUN(test_queued_and_steered_messages_resume_the_claude_session);
   RUN(test_the_state_limit_ends_the_session);
+  RUN(test_an_mcp_tool_source_is_offered_to_the_cli);
+  RUN(test_an_idempotent_write_runs_in_call_tool);
+  RUN(test_ask_user_ends_the_segment);
+  RUN(test_a_segment_past_its_timeout_fails_the_turn);
   dexa_runtime_free(rt);
   dexa_agent_free(agent);
   stop_aimock();

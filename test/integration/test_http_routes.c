@@ -4,7 +4,10 @@
  * every route, every error status (400, 403, 404, 405, 409, 413), bad
  * input that changes nothing, no CORS headers, the event stream (ids are
  * resume tokens, Last-Event-ID and resume_token resume, an invalid token
- * gives 400) and shutdown ending open streams.
+ * gives 400), the AI SDK chat route's parts that the e2e tests need npm
+ * for (Stop aborts, timer and plan data parts, a queued message that
+ * streams once its turn starts, a deleted one that aborts), and shutdown
+ * ending open streams.
  * test-needs: http providers sqlite */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -166,11 +169,24 @@ static size_t on_header(char *p, size_t sz, size_t n, void *u) {
  * body (NULL: none) and one more header line (NULL: none). */
 static size_t g_body_len; /* the next request's body length (0: strlen) */
 
+static void http_into(resp *rp, const char *method, const char *path, const char *token,
+                      const char *body, const char *extra_header, const char *stop_at,
+                      long timeout_ms, size_t body_len);
+
 static resp *http(const char *method, const char *path, const char *token, const char *body,
                   const char *extra_header, const char *stop_at, long timeout_ms) {
   static resp r;
   size_t body_len = g_body_len ? g_body_len : body ? strlen(body) : 0;
   g_body_len = 0;
+  http_into(&r, method, path, token, body, extra_header, stop_at, timeout_ms, body_len);
+  return &r;
+}
+
+/* http into the caller's resp (another thread may make one meanwhile). */
+static void http_into(resp *rp, const char *method, const char *path, const char *token,
+                      const char *body, const char *extra_header, const char *stop_at,
+                      long timeout_ms, size_t body_len) {
+#define r (*rp)
   memset(&r, 0, sizeof r);
   r.stop_at = stop_at;
   char url[512], th[160];
@@ -204,7 +220,7 @@ static resp *http(const char *method, const char *path, const char *token, const
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
   curl_easy_cleanup(c);
   curl_slist_free_all(h);
-  return &r;
+#undef r
 }
 
 #define GET(path, token) http("GET", path, token, NULL, NULL, NULL, 0)
@@ -683,6 +699,184 @@ static void test_queue_steer_delete_and_stop(void) {
   cJSON_Delete(snap);
 }
 
+/* ---- the AI SDK chat route (POST sessions/ID/chat) ------------------------------------- */
+
+/* A chat request in its own thread: its stream stays open until its turn
+ * ends, while the test acts on the session. */
+typedef struct chat_req {
+  pthread_t t;
+  char path[320], token[DEXA_HTTP_TOKEN_SIZE], body[512];
+  resp r;
+} chat_req;
+
+static void *chat_run(void *p) {
+  chat_req *q = p;
+  http_into(&q->r, "POST", q->path, q->token, q->body, NULL, NULL, 60000, strlen(q->body));
+  return NULL;
+}
+
+static chat_req *chat_start(const session *s, const char *text, int plan_mode) {
+  chat_req *q = calloc(1, sizeof *q);
+  snprintf(q->path, sizeof q->path, "%s/chat", s->path);
+  snprintf(q->token, sizeof q->token, "%s", s->token);
+  snprintf(q->body, sizeof q->body,
+           "{\"id\":\"c1\",\"trigger\":\"submit-message\",\"messages\":[{\"id\":\"u1\","
+           "\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"%s\"}]}]%s}",
+           text, plan_mode ? ",\"plan_mode\":true" : "");
+  pthread_create(&q->t, NULL, chat_run, q);
+  return q;
+}
+
+/* Waits for the stream's end; the response (free it). */
+static chat_req *chat_join(chat_req *q) {
+  pthread_join(q->t, NULL);
+  return q;
+}
+
+/* The chunk types of a UI message stream, in order, space separated. */
+static void chunk_types(const char *body, char *out, size_t size) {
+  out[0] = '\0';
+  for (const char *p = strstr(body, "data: "); p; p = strstr(p + 1, "\ndata: ")) {
+    const char *d = p[0] == '\n' ? p + 7 : p + 6;
+    cJSON *c = cJSON_ParseWithOpts(d, NULL, 0);
+    const char *t = cJSON_GetStringValue(cJSON_GetObjectItem(c, "type"));
+    size_t n = strlen(out);
+    snprintf(out + n, size - n, "%s%s", n ? " " : "", t ? t : strncmp(d, "[DONE]", 6) == 0 ? "[DONE]" : "?");
+    cJSON_Delete(c);
+  }
+}
+
+/* The text of a UI message stream: its text-delta chunks joined. */
+static void stream_text(const char *body, char *out, size_t size) {
+  out[0] = '\0';
+  for (const char *p = strstr(body, "data: "); p; p = strstr(p + 1, "\ndata: ")) {
+    cJSON *c = cJSON_ParseWithOpts(p[0] == '\n' ? p + 7 : p + 6, NULL, 0);
+    const char *t = cJSON_GetStringValue(cJSON_GetObjectItem(c, "type"));
+    const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(c, "delta"));
+    size_t n = strlen(out);
+    if (t && d && strcmp(t, "text-delta") == 0) snprintf(out + n, size - n, "%s", d);
+    cJSON_Delete(c);
+  }
+}
+
+/* Waits until the snapshot's queue holds n messages; the id of the first. */
+static int queued(const session *s, int n, char *id, size_t size) {
+  for (int i = 0; i < 400; i++) {
+    cJSON *snap = snapshot(s);
+    cJSON *q = cJSON_GetObjectItem(snap, "queue");
+    int k = cJSON_GetArraySize(q);
+    const char *first = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(q, 0), "id"));
+    if (k == n && first) snprintf(id, size, "%s", first);
+    cJSON_Delete(snap);
+    if (k == n) return 1;
+    struct timespec ts = {0, 25 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  return 0;
+}
+
+static void test_chat_stop_aborts_with_a_timer_part(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  chat_req *q = chat_start(&s, "/wait 600 tea", 0);
+  /* the timer waits (the session is idle then), then Stop ends the stream */
+  for (int i = 0; i < 400; i++) {
+    cJSON *snap = snapshot(&s);
+    char *t = cJSON_PrintUnformatted(snap);
+    int waiting = t && strstr(t, "\"timer\"");
+    free(t);
+    cJSON_Delete(snap);
+    if (waiting) break;
+    struct timespec ts = {0, 25 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  idle(&s);
+  CHECK_EQ_INT(POST(path_of(&s, "/stop"), s.token, "{}")->status, 200);
+  chat_join(q);
+  CHECK_EQ_INT(q->r.status, 200);
+  char types[2048];
+  chunk_types(q->r.body, types, sizeof types);
+  CHECK(strstr(types, "start start-step") == types);
+  CHECK(strstr(types, "data-timer"));
+  CHECK(strstr(types, "abort finish-step finish [DONE]"));
+  CHECK(strstr(q->r.body, "\"reason\":\"stopped\""));
+  CHECK(strstr(q->r.body, "\"finishReason\":\"other\""));
+  CHECK(strstr(q->r.body, "\"seconds\":600") || strstr(q->r.body, "tea"));
+  free(q);
+}
+
+static void test_chat_plan_is_a_data_part(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  chat_req *q = chat_join(chat_start(&s, "plan it", 1));
+  CHECK_EQ_INT(q->r.status, 200);
+  char types[2048];
+  chunk_types(q->r.body, types, sizeof types);
+  CHECK(strstr(types, "data-plan"));
+  CHECK(strstr(q->r.body, "\"type\":\"data-plan\",\"id\":\"plan\""));
+  CHECK(strstr(types, "finish-step finish [DONE]"));
+  CHECK(strstr(q->r.body, "\"finishReason\":\"stop\""));
+  if (!strstr(types, "data-plan")) fprintf(stderr, "    chunks: %s\n", types);
+  free(q);
+}
+
+/* A chat message queued behind a turn that waits for a timer: its
+ * request, with *id the message's id (NULL when it did not queue). */
+static chat_req *chat_queued(session *s, const char *text, char *id, size_t size) {
+  if (start(s, NULL) != 0 ||
+      POST(path_of(s, "/messages"), s->token, "{\"text\":\"/wait 600 hold\"}")->status != 200)
+    return NULL;
+  idle(s);
+  chat_req *q = chat_start(s, text, 0);
+  if (queued(s, 1, id, size)) return q;
+  free(chat_join(q));
+  return NULL;
+}
+
+static void test_chat_queued_message_streams_when_its_turn_starts(void) {
+  session s;
+  char id[64] = "", body[128];
+  chat_req *q = chat_queued(&s, "later on", id, sizeof id);
+  CHECK(q);
+  /* steered in: the waiting turn ends, the queued message's turn streams */
+  snprintf(body, sizeof body, "{\"message_id\":\"%s\"}", id);
+  CHECK_EQ_INT(POST(path_of(&s, "/queue/steer"), s.token, body)->status, 200);
+  chat_join(q);
+  CHECK_EQ_INT(q->r.status, 200);
+  char types[2048];
+  chunk_types(q->r.body, types, sizeof types);
+  char said[512];
+  stream_text(q->r.body, said, sizeof said);
+  CHECK(strstr(types, "start start-step") == types);
+  CHECK(strstr(q->r.body, "\"messageId\":\"turn-2\""));
+  CHECK_STR(said, "Local demo response: later on");
+  CHECK(strstr(q->r.body, "\"finishReason\":\"stop\""));
+  CHECK(!strstr(types, "abort") && !strstr(q->r.body, "hold"));
+  free(q);
+}
+
+static void test_chat_deleted_queued_message_aborts(void) {
+  session s;
+  char id[64] = "", body[128];
+  chat_req *q = chat_queued(&s, "never mind", id, sizeof id);
+  CHECK(q);
+  snprintf(body, sizeof body, "{\"message_id\":\"%s\"}", id);
+  CHECK_EQ_INT(POST(path_of(&s, "/queue/delete"), s.token, body)->status, 200);
+  chat_join(q);
+  CHECK_EQ_INT(q->r.status, 200);
+  char types[2048];
+  chunk_types(q->r.body, types, sizeof types);
+  CHECK_STR(types, "start start-step abort finish-step finish [DONE]");
+  CHECK(strstr(q->r.body, "\"reason\":\"the queued message was deleted\""));
+  free(q);
+  /* the waiting turn is untouched */
+  cJSON *snap = snapshot(&s);
+  CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(snap, "turn"), "status")),
+            "running");
+  cJSON_Delete(snap);
+  CHECK_EQ_INT(POST(path_of(&s, "/stop"), s.token, "{}")->status, 200);
+}
+
 static void test_execute_plan_refuses_a_stale_revision(void) {
   session s;
   CHECK(start(&s, NULL) == 0);
@@ -1077,6 +1271,10 @@ int main(void) {
   RUN(test_approve_and_reject_with_conflicts);
   RUN(test_answer_question);
   RUN(test_queue_steer_delete_and_stop);
+  RUN(test_chat_stop_aborts_with_a_timer_part);
+  RUN(test_chat_plan_is_a_data_part);
+  RUN(test_chat_queued_message_streams_when_its_turn_starts);
+  RUN(test_chat_deleted_queued_message_aborts);
   RUN(test_end_route);
   RUN(test_execute_plan_refuses_a_stale_revision);
   RUN(test_older_messages);

@@ -5,7 +5,10 @@
  * authorization server: registration, PKCE, refresh) with sign-ins as
  * questions. The server counts each tool's runs in files, so "ran once" is
  * counted at the server. Crash cases kill -9 a worker process while a
- * question or a sign-in waits, answer, and go on in a new worker.
+ * question or a sign-in waits, answer, and go on in a new worker. Also: the
+ * capabilities declared at initialize only when enabled, an elicitation
+ * cancelled, a sign-in whose tokens go to a token store of the host
+ * (dexa_mcp_token_store_vtable), and no token in any log message.
  *
  * The SQLite store, the token file and the counters live in a temporary
  * folder; the servers are stopped at exit. Without npm or the registry the
@@ -15,6 +18,7 @@
 #include <curl/curl.h>
 #include <dexagents/dexagents.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +37,56 @@ static int plain_port, auth_port;
 static pid_t plain_pid, auth_pid, g_worker;
 static dexa_mcp_config *g_cfg; /* the configuration of the running agent */
 static FILE *g_log;
+static char all_log[600]; /* every log message of the run */
+static int g_host_store;  /* make_agent: the host's token store, not the file */
+
+/* ---- the host's token store: records in memory ---- */
+
+typedef struct mem_store {
+  pthread_mutex_t mu;
+  char *keys[16], *values[16];
+  int n, puts, gets;
+} mem_store;
+
+static mem_store g_store = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0, 0, 0};
+static _Thread_local char *t_borrowed; /* get's value: valid until the next call on this thread */
+
+static int store_get(void *ud, const char *key, const char **value, size_t *len) {
+  mem_store *m = ud;
+  int rc = DEXA_E_NOT_FOUND;
+  pthread_mutex_lock(&m->mu);
+  m->gets++;
+  for (int i = 0; i < m->n; i++) {
+    if (strcmp(m->keys[i], key) != 0) continue;
+    free(t_borrowed);
+    t_borrowed = strdup(m->values[i]);
+    *value = t_borrowed;
+    *len = strlen(t_borrowed);
+    rc = DEXA_OK;
+  }
+  pthread_mutex_unlock(&m->mu);
+  return rc;
+}
+
+static int store_put(void *ud, const char *key, const char *value, size_t len) {
+  mem_store *m = ud;
+  pthread_mutex_lock(&m->mu);
+  m->puts++;
+  int i = 0;
+  while (i < m->n && strcmp(m->keys[i], key) != 0) i++;
+  if (i == m->n && value && m->n < 16) m->keys[m->n++] = strdup(key);
+  if (i < m->n) {
+    free(m->values[i]);
+    m->values[i] = value ? strndup(value, len) : NULL;
+    if (!value) { /* deleted: the last record moves into its place */
+      free(m->keys[i]);
+      m->keys[i] = m->keys[--m->n];
+      m->values[i] = m->values[m->n];
+    }
+  }
+  pthread_mutex_unlock(&m->mu);
+  return DEXA_OK;
+}
 
 /* ---- the servers ---- */
 
@@ -91,6 +145,7 @@ static int setup(void) {
   if (!mkdtemp(dir)) return -1;
   snprintf(store, sizeof store, "%s/agent.db", dir);
   snprintf(tokens, sizeof tokens, "%s/state/mcp-tokens.json", dir);
+  snprintf(all_log, sizeof all_log, "%s/all-log.txt", dir);
   FILE *p = popen("test/mcp/_npm_setup.sh sdk 2>&1", "r");
   char out[1024] = "";
   if (!p || !fgets(out, sizeof out, p)) out[0] = '\0';
@@ -139,6 +194,11 @@ static void on_log(void *ud, int level, const char *message) {
     fprintf(g_log, "%d %s\n", level, message);
     fflush(g_log);
   }
+  FILE *all = all_log[0] ? fopen(all_log, "a") : NULL;
+  if (all) {
+    fprintf(all, "%d %s\n", level, message);
+    fclose(all);
+  }
 }
 
 /* Two entries for the plain server (sampling auto and ask), one for the
@@ -155,8 +215,9 @@ static dexa_agent *make_agent(void) {
            "\"local\":{\"command\":\"node\",\"args\":[\"sdk_server.mjs\",\"--stdio\",\"--count-dir\",\"%s\"],"
            "\"cwd\":\"%s\",\"trustAnnotations\":true,\"elicitation\":true,\"sampling\":\"auto\"},"
            "\"safe\":{\"url\":\"http://127.0.0.1:%d/mcp\",\"trustAnnotations\":true,"
-           "\"elicitation\":true,\"auth\":{\"clientName\":\"dexa test\"}}}}",
-           plain_port, plain_port, dir, npm_dir, auth_port);
+           "\"elicitation\":true,\"auth\":{\"clientName\":\"dexa test\"}},"
+           "\"bare\":{\"url\":\"http://127.0.0.1:%d/mcp\",\"trustAnnotations\":true}}}",
+           plain_port, plain_port, dir, npm_dir, auth_port, plain_port);
   dexa_mcp_config_free(g_cfg);
   g_cfg = NULL;
   if (dexa_mcp_config_load(&g_cfg, NULL, json, strlen(json), err, sizeof err) != DEXA_OK) {
@@ -167,6 +228,14 @@ static dexa_agent *make_agent(void) {
   dexa_mcp_auth_options_init(&o, sizeof o);
   o.redirect_uri = "http://127.0.0.1:9/oauth/callback"; /* the test is the browser */
   o.token_file = tokens;
+  dexa_mcp_token_store_vtable vt;
+  dexa_mcp_token_store_vtable_init(&vt, sizeof vt);
+  vt.get = store_get;
+  vt.put = store_put;
+  if (g_host_store) {
+    o.token_store = &vt;
+    o.token_store_user_data = &g_store;
+  }
   dexa_mcp_config_set_auth(g_cfg, &o);
   dexa_mcp_config_set_log(g_cfg, on_log, NULL);
   dexa_tool_source **sources = NULL;
@@ -396,19 +465,52 @@ static void test_elicitation_and_sampling_over_stdio(void) {
   world_close(&w);
 }
 
+/* ask_name answered with action (decline, cancel): the server sees it. */
+static void refuse_elicitation(const char *sid, const char *action, const char *said) {
+  world w;
+  CHECK(world_open(&w, 2) == 0);
+  CHECK_EQ_INT(start(w.rt, sid), DEXA_OK);
+  CHECK_EQ_INT(say(w.rt, sid, "/tool sdk__ask_name {}"), DEXA_OK);
+  cJSON *q = pending_question(w.rt, sid);
+  CHECK(q);
+  char extra[64];
+  snprintf(extra, sizeof extra, ",\"action\":\"%s\"", action);
+  CHECK_EQ_INT(answer(w.rt, sid, cJSON_GetStringValue(cJSON_GetObjectItem(q, "call_id")), extra),
+               DEXA_OK);
+  cJSON_Delete(q);
+  CHECK(wait_for(w.rt, sid, said));
+  world_close(&w);
+}
+
 static void test_a_decline_reaches_the_server(void) {
+  NEED_SERVERS();
+  refuse_elicitation("s-decline", "decline", "no name: decline");
+}
+
+static void test_a_cancel_reaches_the_server(void) {
+  NEED_SERVERS();
+  refuse_elicitation("s-cancel", "cancel", "no name: cancel");
+}
+
+/* initialize declares elicitation, sampling and roots only for a server
+ * whose entry turns them on. */
+static void test_capabilities_are_declared_only_when_enabled(void) {
   NEED_SERVERS();
   world w;
   CHECK(world_open(&w, 2) == 0);
-  CHECK_EQ_INT(start(w.rt, "s-decline"), DEXA_OK);
-  CHECK_EQ_INT(say(w.rt, "s-decline", "/tool sdk__ask_name {}"), DEXA_OK);
-  cJSON *q = pending_question(w.rt, "s-decline");
-  CHECK(q);
-  CHECK_EQ_INT(answer(w.rt, "s-decline", cJSON_GetStringValue(cJSON_GetObjectItem(q, "call_id")),
-                      ",\"action\":\"decline\""),
-               DEXA_OK);
-  cJSON_Delete(q);
-  CHECK(wait_for(w.rt, "s-decline", "no name: decline"));
+  CHECK_EQ_INT(start(w.rt, "s-caps"), DEXA_OK);
+  CHECK_EQ_INT(say(w.rt, "s-caps", "/tool bare__client_caps {}"), DEXA_OK);
+  CHECK(wait_for(w.rt, "s-caps", "Tool bare__client_caps (ok): {}"));
+  CHECK_EQ_INT(say(w.rt, "s-caps", "/tool sdk__client_caps {}"), DEXA_OK);
+  CHECK(wait_for(w.rt, "s-caps", "Tool sdk__client_caps (ok): {"));
+  char *snap = snapshot(w.rt, "s-caps");
+  CHECK_CONTAINS(snap, "\\\"elicitation\\\":{");
+  CHECK_CONTAINS(snap, "\\\"sampling\\\":{}");
+  CHECK_CONTAINS(snap, "\\\"roots\\\":{\\\"listChanged\\\":false}");
+  dexa_free(snap);
+  /* sampling "ask" without elicitation or roots: sampling only */
+  CHECK_EQ_INT(say(w.rt, "s-caps", "/tool sdkask__client_caps {}"), DEXA_OK);
+  CHECK(wait_for(w.rt, "s-caps", "Tool sdkask__client_caps (ok): {\\\"sampling\\\":{}}"));
   world_close(&w);
 }
 
@@ -639,6 +741,59 @@ static void test_kill_while_a_sign_in_waits(void) {
   CHECK_EQ_INT(count("whoami", "start") - before, 1);
 }
 
+/* A host's own token store (dexa_mcp_token_store_vtable): the sign-in
+ * stores the tokens there, the calls read them from there, and the next
+ * world (another process would do the same) finds them without asking. */
+static void test_a_sign_in_through_the_host_token_store(void) {
+  NEED_SERVERS();
+  g_host_store = 1;
+  struct stat before;
+  int had_file = stat(tokens, &before) == 0;
+  world w;
+  CHECK(world_open(&w, 2) == 0);
+  CHECK_EQ_INT(start(w.rt, "s-store"), DEXA_OK);
+  CHECK_EQ_INT(say(w.rt, "s-store", "/tool safe__sign_in {}"), DEXA_OK);
+  cJSON *q = pending_question(w.rt, "s-store");
+  CHECK(q);
+  char done[600];
+  CHECK(sign_in(cJSON_GetStringValue(cJSON_GetObjectItem(q, "url")), done, sizeof done) == 0);
+  CHECK_CONTAINS(done, "\"signed_in\":true");
+  CHECK_EQ_INT(answer(w.rt, "s-store", cJSON_GetStringValue(cJSON_GetObjectItem(q, "call_id")),
+                      ",\"action\":\"accept\""),
+               DEXA_OK);
+  cJSON_Delete(q);
+  CHECK(wait_for(w.rt, "s-store", "Signed in to safe"));
+  world_close(&w);
+  pthread_mutex_lock(&g_store.mu);
+  int records = g_store.n, puts = g_store.puts, with_token = 0;
+  for (int i = 0; i < g_store.n; i++) with_token += strstr(g_store.values[i], "\"access_token\"") != NULL;
+  pthread_mutex_unlock(&g_store.mu);
+  CHECK(records >= 1 && puts >= 1);
+  CHECK_EQ_INT(with_token, 1);
+  /* A new world with the same store: the call runs, no sign-in asked. */
+  CHECK(world_open(&w, 2) == 0);
+  CHECK_EQ_INT(say(w.rt, "s-store", "/tool safe__whoami {}"), DEXA_OK);
+  CHECK(wait_for(w.rt, "s-store", "Tool safe__whoami (ok): ok"));
+  char *snap = snapshot(w.rt, "s-store"), *ev = events(w.rt, "s-store");
+  pthread_mutex_lock(&g_store.mu);
+  for (int i = 0; i < g_store.n; i++) {
+    cJSON *rec = cJSON_Parse(g_store.values[i]);
+    const char *tok = cJSON_GetStringValue(cJSON_GetObjectItem(rec, "access_token"));
+    if (tok) CHECK(!strstr(snap, tok) && !strstr(ev, tok));
+    cJSON_Delete(rec);
+  }
+  pthread_mutex_unlock(&g_store.mu);
+  dexa_free(snap);
+  dexa_free(ev);
+  world_close(&w);
+  g_host_store = 0;
+  /* the file store was not used */
+  struct stat after;
+  int has_file = stat(tokens, &after) == 0;
+  CHECK_EQ_INT(has_file, had_file);
+  if (had_file && has_file) CHECK(after.st_mtime == before.st_mtime && after.st_size == before.st_size);
+}
+
 /* No token of the store appears in any session's state or events. */
 static void test_tokens_stay_out_of_session_state(void) {
   NEED_SERVERS();
@@ -671,9 +826,35 @@ static void test_tokens_stay_out_of_session_state(void) {
       }
     }
   }
-  cJSON_Delete(doc);
   world_close(&w);
   CHECK(checked >= 3);
+  /* ... nor in any log message of the whole run (the host's store's too) */
+  FILE *lf = fopen(all_log, "r");
+  static char logbuf[1 << 20];
+  size_t ln = lf ? fread(logbuf, 1, sizeof logbuf - 1, lf) : 0;
+  logbuf[ln] = '\0';
+  if (lf) fclose(lf);
+  CHECK(ln > 0); /* the run logged (the chatty tool at least) */
+  int tokens_checked = 0;
+  cJSON_ArrayForEach(rec, doc) {
+    const char *keys[] = {"access_token", "refresh_token", "client_secret"};
+    for (int i = 0; i < 3; i++) {
+      const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(rec, keys[i]));
+      if (v) CHECK(!strstr(logbuf, v));
+      tokens_checked += v != NULL;
+    }
+  }
+  pthread_mutex_lock(&g_store.mu);
+  for (int s = 0; s < g_store.n; s++) {
+    cJSON *r2 = cJSON_Parse(g_store.values[s]);
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(r2, "access_token"));
+    if (v) CHECK(!strstr(logbuf, v));
+    tokens_checked += v != NULL;
+    cJSON_Delete(r2);
+  }
+  pthread_mutex_unlock(&g_store.mu);
+  cJSON_Delete(doc);
+  CHECK(tokens_checked >= 3);
 }
 
 int main(void) {
@@ -684,6 +865,8 @@ int main(void) {
   RUN(test_an_elicitation_waits_and_the_same_server_call_goes_on);
   RUN(test_elicitation_and_sampling_over_stdio);
   RUN(test_a_decline_reaches_the_server);
+  RUN(test_a_cancel_reaches_the_server);
+  RUN(test_capabilities_are_declared_only_when_enabled);
   RUN(test_an_approved_write_asks_and_runs_once);
   RUN(test_kill_while_a_read_asks_runs_it_again_and_answers_from_the_record);
   kill_worker();
@@ -695,6 +878,7 @@ int main(void) {
   RUN(test_a_refused_token_makes_the_call_ask_for_a_sign_in);
   RUN(test_kill_while_a_sign_in_waits);
   kill_worker();
+  RUN(test_a_sign_in_through_the_host_token_store);
   RUN(test_tokens_stay_out_of_session_state);
   dexa_mcp_config_free(g_cfg);
   TEST_MAIN_END();

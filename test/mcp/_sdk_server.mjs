@@ -16,6 +16,8 @@
 //   show_roots      read-only: roots/list
 //   chatty          read-only: three log messages (notifications/message)
 //   whoami          read-only: "ok"
+//   client_caps     read-only: the capabilities the client declared at
+//                   initialize, as JSON
 // With --auth the SDK's authorization server (mcpAuthRouter: metadata, DCR,
 // PKCE, refresh tokens) runs on the same port and /mcp requires a bearer
 // token (requireBearerAuth, protected resource metadata). The authorization
@@ -109,7 +111,8 @@ const tools = [
   { name: 'summarize', description: 'Asks the client model', inputSchema: { type: 'object', properties: { text: { type: 'string' } } }, annotations: { readOnlyHint: true } },
   { name: 'show_roots', description: 'Lists the roots', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } },
   { name: 'chatty', description: 'Logs', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } },
-  { name: 'whoami', description: 'Says ok', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }
+  { name: 'whoami', description: 'Says ok', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } },
+  { name: 'client_caps', description: 'The client capabilities', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }
 ];
 
 const nameSchema = {
@@ -123,7 +126,7 @@ const nameSchema = {
 
 const text = (t) => ({ content: [{ type: 'text', text: t }] });
 
-async function callTool(req, extra) {
+async function callTool(req, extra, server) {
   const name = req.params.name;
   count(name, 'start');
   const elicit = (message, requestedSchema) =>
@@ -159,6 +162,8 @@ async function callTool(req, extra) {
     out = text('logged');
   } else if (name === 'whoami') {
     out = text('ok');
+  } else if (name === 'client_caps') {
+    out = text(JSON.stringify(server.getClientCapabilities() ?? {}));
   } else {
     throw new Error(`unknown tool ${name}`);
   }
@@ -169,7 +174,7 @@ async function callTool(req, extra) {
 function newServer() {
   const s = new Server({ name: 'dexa-sdk-peer', version: '1.0.0' }, { capabilities: { tools: {}, logging: {} } });
   s.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
-  s.setRequestHandler(CallToolRequestSchema, callTool);
+  s.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool(req, extra, s));
   return s;
 }
 

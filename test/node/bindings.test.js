@@ -110,20 +110,49 @@ test('buildInfo and buildHas describe the loaded library', { skip: SANITIZED && 
 
 test('models: demo and provider clients', { skip: SANITIZED && 'sanitizer build' }, async (t) => {
   const { rt, idle, agent } = await setup(t);
-  const m = dx.Model.client('anthropic/claude-sonnet-4', { api_key: 'test', timeout_ms: 1000 });
+  const m = dx.Model.client('anthropic/claude-sonnet-4', { apiKey: 'test', timeoutMs: 1000,
+    headers: { 'X-Gateway_Key': 'kept as it is' }, price: { input: 3, output: 15, cachedInput: 0.3 } });
   assert.equal(m.name, 'anthropic/claude-sonnet-4');
-  assert.throws(() => dx.Model.client('openai/x', { no_such_option: 1 }),
-    (e) => e.code === 'DEXA_E_UNKNOWN_KEY' && /no_such_option/.test(e.message));
+  assert.throws(() => dx.Model.client('openai/x', { noSuchOption: 1 }),
+    (e) => e.code === 'DEXA_E_UNKNOWN_KEY' && /noSuchOption/.test(e.message) && /baseUrl/.test(e.message));
+  // snake_case is the library's spelling, not the package's: refused, not passed on silently
+  assert.throws(() => dx.Model.client('openai/x', { api_key: 'k' }),
+    (e) => e instanceof dx.UnknownKeyError && /api_key/.test(e.message));
+  assert.throws(() => dx.Model.client('openai/x', { price: { input: 1, output: 2, cached_input: 1 } }),
+    (e) => e instanceof dx.UnknownKeyError && /cached_input/.test(e.message));
+  // the library's own JSON text passes unchanged, and the library checks it
+  assert.equal(dx.Model.client('openai/x', '{"api_key":"k","timeout_ms":5}').name, 'openai/x');
+  assert.throws(() => dx.Model.client('openai/x', '{"apiKey":"k"}'), (e) => e.code === 'DEXA_E_UNKNOWN_KEY');
+  // a camelCase value reaches the library as its snake_case key (a bad value is refused there)
+  assert.throws(() => dx.Model.client('openai/x', { timeoutMs: 'soon' }), (e) => e.code === 'DEXA_E_INVALID_ARG');
   assert.throws(() => dx.Model.client('nosuchprovider/x'), (e) => e.code === 'DEXA_E_INVALID_ARG');
-  const cc = dx.Model.claudeCode('claude-code/x', { model: 'sonnet', allowed_tools: ['Read'] });
+  const cc = dx.Model.claudeCode('claude-code/x', { model: 'sonnet', allowedTools: ['Read'], cliPath: 'claude' });
   assert.equal(cc.name, 'claude-code/x');
+  assert.throws(() => dx.Model.claudeCode('claude-code/x', { allowed_tools: ['Read'] }),
+    (e) => e instanceof dx.UnknownKeyError && /allowedTools/.test(e.message));
   assert.throws(() => dx.Model.claudeCode('claude-code/x', { env: { ANTHROPIC_API_KEY: 'sk' } }),
     (e) => e.code === 'DEXA_E_INVALID_ARG');
   const sid = await rt.startSession({ model: 'mock/dex-mini' });
   assert.match(sid, /^s-/);
   await rt.send(sid, '/model');
   assert.match(lastModelText(await idle(sid)), /mock\/dex-mini/);
-  assert.equal(agent.describe().flow_type, 'AgentSession');
+  const flow = agent.describe();
+  assert.equal(flow.flowType, 'AgentSession');
+  assert.equal(flow.startStep, 'StartAgentSession');
+  assert.equal(flow.rpcs.find((r) => r.name === 'snapshot').readOnly, true);
+  assert.equal(flow.steps.find((s) => s.name === 'RunModel').options.maxAttempts, 3);
+  assert.deepEqual(flow.transitions.rpcs.send_message, { publishes: ['UserMessageSignals'] }, 'RPC names are kept');
+  // no snake_case key anywhere but the names of the transitions' Steps and RPCs
+  const keys = [];
+  const walk = (v, names) => {
+    if (Array.isArray(v)) v.forEach((x) => walk(x, false));
+    else if (v && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) { if (!names) keys.push(k); walk(x, k === 'steps' || k === 'rpcs'); }
+    }
+  };
+  walk({ ...flow, transitions: undefined }, false);
+  walk(flow.transitions, true);
+  assert.deepEqual(keys.filter((k) => k.includes('_')), []);
   const list = await rt.listSessions();
   assert.ok(list.sessions.some((s) => s.sessionId === sid));
 });

@@ -7,8 +7,11 @@
 // appended), seeing only its new messages, running a read inside the
 // segment, setting a call's approval from its own metadata, and having a
 // write it tried to run inside refused; a Stop reaching a running segment
-// as an aborted request.signal (host-driven, with the host's stop); a
-// runtime closed with a timeout giving up a segment that never answers.
+// as an aborted request.signal (host-driven, with the host's stop, and
+// through the embedded runtime's own workers); tools the framework ran
+// itself (frameworkToolCalls) kept as segment_tool_call events of the
+// committed attempt only; a runtime closed with a timeout giving up a
+// segment that never answers.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
@@ -214,6 +217,63 @@ test('Stop reaches a running segment as request.signal (host-driven with the hos
     assert.equal(snap.turn.status, 'cancelled');
     const types = (await eventsOf(rt, sid)).map((e) => e.type);
     assert.ok(types.includes('turn_cancelled'), types.join(','));
+  } finally {
+    await rt.close();
+  }
+});
+
+test('Stop through the embedded runtime aborts the framework\'s signal', { timeout: 90000 }, async () => {
+  let started;
+  const segmentStarted = new Promise((r) => { started = r; });
+  let aborted = null;
+  let segments = 0;
+  const harness = new dx.Harness({ name: 'fw/slow-embedded', runSegment: async (req) => {
+    segments++;
+    started();
+    await new Promise((resolve) => {
+      const t = setTimeout(resolve, 60000); // far past the test: only the abort ends it
+      req.signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+    });
+    aborted = req.signal.aborted ? String(req.signal.reason.message) : null;
+    return { text: 'partial' };
+  } });
+  const rt = new dx.Runtime(new dx.Agent({ models: [harness] }), { workers: 2 });
+  try {
+    const sid = await rt.startSession();
+    await rt.send(sid, 'go');
+    await segmentStarted;
+    await rt.stopTurn(sid); // the runtime's own workers: no host in between
+    await rt.waitIdle(sid, { timeoutMs: 60000 });
+    assert.equal(aborted, 'the turn was stopped');
+    assert.equal(segments, 1, 'a stopped segment is not retried');
+    const snap = await rt.snapshot(sid);
+    assert.equal(snap.turn.status, 'cancelled');
+  } finally {
+    await rt.close({ timeoutMs: 5000 });
+  }
+});
+
+test('frameworkToolCalls: tools the framework ran itself are durable events, at least once', { timeout: 60000 }, async () => {
+  let attempts = 0;
+  const harness = new dx.Harness({ name: 'fw/hosted', runSegment: async (req) => {
+    attempts++;
+    const ran = [{ callId: `ws_${attempts}`, name: 'web_search', arguments: { q: 'dex' },
+      output: { hits: 3 } }];
+    if (attempts === 1) throw Object.assign(new Error('flaky'), { retryable: true });
+    return { text: 'Found 3.', frameworkToolCalls: ran };
+  } });
+  const rt = new dx.Runtime(new dx.Agent({ models: [harness], limits: { runModelMaxAttempts: 3 } }), { workers: 1 });
+  try {
+    const sid = await rt.startSession();
+    const snap = await turn(rt, sid, 'search');
+    assert.equal(snap.messages.at(-1).text, 'Found 3.');
+    const ran = (await eventsOf(rt, sid)).filter((e) => e.type === 'segment_tool_call');
+    assert.equal(ran.length, 1, 'only the committed attempt\'s');
+    assert.equal(ran[0].callId, 'ws_2');
+    assert.equal(ran[0].ranBy, 'framework');
+    assert.deepEqual(ran[0].arguments, { q: 'dex' });
+    assert.equal(ran[0].output, '{"hits":3}');
+    assert.equal(ran[0].attempt, 2);
   } finally {
     await rt.close();
   }

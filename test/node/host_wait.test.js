@@ -18,7 +18,7 @@ const skip = SANITIZED && 'sanitizer build';
 
 const ANSWER_OR_TIMER = { mode: 'any', conditions: [
   { id: 'answer', channel: 'ToolDecisions/c1', min: 1, max: 1 },
-  { id: 'timer', timer_ms: 60000 }] };
+  { id: 'timer', timerMs: 60000 }] };
 
 test('evaluateWait: channels, timers by the clock and by the host', { skip }, () => {
   let e = dx.evaluateWait(ANSWER_OR_TIMER, { nowMs: 1000, startedMs: 0, channelCounts: {} });
@@ -50,10 +50,17 @@ test('evaluateWait: channels, timers by the clock and by the host', { skip }, ()
   assert.deepEqual(e.consume, [{ id: 'a', channel: 'x', count: 3 }, { id: 'b', channel: 'y', count: 1 }]);
   // no wait: ready at once
   assert.equal(dx.evaluateWait(null).ready, true);
-  assert.equal(e.document.next_due_ms, null);
+  assert.equal(e.document.nextDueMs, null);
 });
 
 test('evaluateWait refuses bad waits and state', { skip }, () => {
+  // the package's waits are camelCase: the library's spelling is refused, not passed on
+  assert.throws(() => dx.evaluateWait({ mode: 'any', conditions: [{ id: 't', timer_ms: 5 }] }),
+    (e) => e instanceof dx.UnknownKeyError && /timer_ms/.test(e.message) && /timerMs/.test(e.message));
+  assert.throws(() => dx.evaluateWait({ mode: 'any', conditions: [], extra: 1 }), dx.UnknownKeyError);
+  // ... and stays what JSON text (or RawJSON) of the library says
+  assert.equal(dx.evaluateWait('{"mode":"any","conditions":[{"id":"t","timer_ms":5}]}',
+    { nowMs: 10, startedMs: 0 }).ready, true);
   assert.throws(() => dx.evaluateWait({ mode: 'sometimes', conditions: [] }), dx.InvalidJSONError);
   assert.throws(() => dx.evaluateWait({ mode: 'any', conditions: [{ channel: 'x' }] }),
     dx.InvalidJSONError);
@@ -87,7 +94,7 @@ function memoryHost(agent, { loseClaimedWrite = false } = {}) {
 
   function addStep(type, input, recoveryError = null) {
     h.steps.push({ type, input, recoveryError, id: `${type}-${++h.counter}`, attempt: 0,
-      waitFor: options.get(type).has_wait_for, wait: null, conditions: null, claimed: false });
+      waitFor: options.get(type).hasWaitFor, wait: null, conditions: null, claimed: false });
   }
 
   function apply(r) {
@@ -105,7 +112,7 @@ function memoryHost(agent, { loseClaimedWrite = false } = {}) {
   async function runStep(s) {
     const opts = options.get(s.type);
     const kind = s.waitFor ? 'wait_for' : 'execute';
-    const single = kind === 'execute' && opts.max_attempts === 1;
+    const single = kind === 'execute' && opts.maxAttempts === 1;
     if (single && s.claimed) { // claimed before and no result: it may have run
       h.log.push(`${s.id} lost: unknown outcome`);
       h.steps.splice(h.steps.indexOf(s), 1);
@@ -169,7 +176,7 @@ function memoryHost(agent, { loseClaimedWrite = false } = {}) {
     return r.response;
   }
 
-  h.start = async () => { addStep(flow.start_step, { settings: {} }); await runUntilIdle(); };
+  h.start = async () => { addStep(flow.startStep, { settings: {} }); await runUntilIdle(); };
   h.rpc = rpc;
   h.pending = () => h.attrs.scan('PendingToolCalls/').map(([, v]) => JSON.parse(v));
   h.transcript = () => h.attrs.scan('AgentMessages/').map(([, v]) => JSON.parse(v));

@@ -64,15 +64,15 @@ test('every runtime option reaches the library', { skip, timeout: 120000 }, asyn
     eventsRetained: 77, leaseMs: 4321, workerId: 'w-1', sqliteSynchronous: 'normal',
     sessionIdleTimeoutMs: 600000, sessionRetentionMs: 0, sweepIntervalMs: 5000 });
   try {
-    assert.deepEqual(rt.libraryOptions, { store, sqlite_synchronous: 'normal', worker_id: 'w-1',
-      lease_ms: 4321, events_retained: 77, session_cache_bytes: 12345,
-      session_idle_timeout_ms: 600000, session_retention_ms: 0, sweep_interval_ms: 5000 });
+    assert.deepEqual(rt.libraryOptions, { store, sqliteSynchronous: 'normal', workerId: 'w-1',
+      leaseMs: 4321, eventsRetained: 77, sessionCacheBytes: 12345,
+      sessionIdleTimeoutMs: 600000, sessionRetentionMs: 0, sweepIntervalMs: 5000 });
     await rt.startSession({ sessionId: 'kept' });
   } finally {
     await rt.close();
   }
   assert.ok(fs.existsSync(store)); // store reached dexa_runtime_new
-  assert.equal(dx.runtimeOptions({ sessionCacheBytes: 0 }).session_cache_bytes, 0);
+  assert.equal(dx.runtimeOptions({ sessionCacheBytes: 0 }).sessionCacheBytes, 0);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -244,6 +244,12 @@ test('host-driven: dispatch with a JavaScript reader (sync and async)', { skip, 
   const w = await agent.dispatch({ kind: 'wait_for', sessionId: 'h1', name: 'AwaitUserMessage',
     stepExecutionId: 'AwaitUserMessage-2' }, state);
   assert.equal(w.wait.conditions[0].channel, 'UserMessageSignals');
+  assert.equal(typeof w.waitText, 'string');
+  assert.equal(dx.evaluateWait(w.wait, { channelCounts: { UserMessageSignals: 1 } }).ready, true);
+  // a decision's options are camelCase; its Step inputs stay the library's documents
+  const next = r.decision.next[0];
+  assert.ok(next.options === undefined || !Object.keys(next.options).some((k) => k.includes('_')), JSON.stringify(next));
+  assert.deepEqual(Object.keys(r.toJSON()).filter((k) => k.includes('_')), []);
   // an engine whose reads are asynchronous
   const asyncReader = {
     get: async (k) => { await new Promise((res) => setImmediate(res)); return state.get(k); },
@@ -251,7 +257,7 @@ test('host-driven: dispatch with a JavaScript reader (sync and async)', { skip, 
   };
   r = await agent.dispatch({ kind: 'rpc', sessionId: 'h1', name: 'send_message', input: { text: 'hello' } },
     asyncReader);
-  assert.equal(r.response.message_id, 'm1');
+  assert.equal(r.response.messageId, 'm1');
   assert.deepEqual(r.publishes.map((p) => p.channel), ['UserMessageSignals']);
   state.apply(r);
   const snap = (await agent.dispatch({ kind: 'rpc', sessionId: 'h1', name: 'snapshot', input: {} }, state)).response;
@@ -278,7 +284,11 @@ test('host-driven: poll, dispatch and complete on the runtime', { skip, timeout:
     for (let task = await rt.poll(); task; task = await rt.poll()) {
       assert.equal(task.call.sessionId, sid);
       names.push(task.call.name);
-      const res = await task.dispatch({ onEvent: (e) => live.push(e.type) });
+      const res = await task.dispatch({ onEvent: (e) => {
+        assert.ok(e instanceof dx.Event && e.live, 'a live event is an Event, as the runtime\'s are');
+        assert.deepEqual(Object.keys(e).filter((k) => k.includes('_')), [], JSON.stringify(e));
+        live.push(e.type);
+      } });
       await rt.complete(task, res);
     }
     assert.ok(names.includes('RunModel') && names.includes('CallTool'), names.join());

@@ -8,6 +8,7 @@ tokens. Runs under pytest when installed, else unittest; as a script it prints
 $DEXAGENTS_LIBRARY, else $LIBOUT/libdexagents.so.1 (default lib/)."""
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -165,6 +166,87 @@ class BindingsTest(unittest.TestCase):
                         [l for l in expected if "." not in l.split()[0]]):
             name, header_size = g.split()
             self.assertLessEqual(int(e.split()[1]), int(header_size), name)
+
+    def test_ffi_backend(self):
+        """The backend is the one asked for by DEXAGENTS_FFI (make check runs
+        this suite under both), cffi by default where it can be imported; every
+        function of the cdef resolves in the library through it."""
+        want = os.environ.get("DEXAGENTS_FFI", "")
+        try:
+            import cffi  # noqa: F401
+            have_cffi = True
+        except ImportError:
+            have_cffi = False
+        self.assertEqual(dx._native.BACKEND, want or ("cffi" if have_cffi else "ctypes"))
+        names = re.findall(r"\b(dexa_\w+)\s*\(", dx._cdef.CDEF)
+        self.assertGreater(len(names), 90)
+        for name in names:
+            self.assertTrue(callable(getattr(dx.lib, name)), name)
+
+    def test_ctypes_backend_matches_cffi(self):
+        """The ctypes fallback parses the same cdef into the same layouts as
+        cffi (when cffi is here), and its NULL, handles, gc and strings
+        behave as the package relies on."""
+        from dexagents import _ctffi
+        ct = _ctffi.FFI()
+        ct.cdef(dx._cdef.CDEF)
+        try:
+            import cffi
+        except ImportError:
+            cffi = None
+        if cffi is not None:
+            cf = cffi.FFI()
+            cf.cdef(dx._cdef.CDEF)
+            for name in ("dexa_agent_def", "dexa_runtime_options", "dexa_model_vtable",
+                         "dexa_tool_source_vtable", "dexa_call", "dexa_harness_vtable",
+                         "dexa_model_usage", "dexa_wait_state"):
+                self.assertEqual(ct.sizeof(name), cf.sizeof(name), name)
+                self.assertEqual([(f, ct.offsetof(name, f)) for f, _ in ct.typeof(name).fields],
+                                 [(f, cf.offsetof(name, f)) for f, _ in cf.typeof(name).fields])
+        self.assertTrue(ct.NULL == None and not ct.NULL)  # noqa: E711
+        p = ct.new("char **")
+        self.assertTrue(p[0] == ct.NULL)
+        buf = ct.new("char[]", b"ab\0cd")
+        self.assertEqual(ct.string(buf), b"ab")
+        self.assertEqual(ct.unpack(buf, 5), b"ab\0cd")
+        p[0] = buf
+        self.assertTrue(p[0] != ct.NULL)
+        self.assertEqual(ct.unpack(p[0], 5), b"ab\0cd")
+        obj = object()
+        h = ct.new_handle(obj)
+        self.assertIs(ct.from_handle(h), obj)
+        self.assertIs(ct.from_handle(h.value), obj)
+        freed = []
+        g = ct.gc(ct.new("size_t *"), freed.append)
+        ct.release(g)
+        ct.release(g)
+        self.assertEqual(len(freed), 1)
+        n = ct.new("size_t *", 7)
+        self.assertEqual(n[0], 7)
+        seen = []
+
+        @ct.callback("int(void *, const char *, size_t, int64_t *)", error=-9)
+        def cb(user, text, length, out):
+            seen.append(ct.unpack(text, length))
+            if length == 0:
+                raise ValueError("no text")
+            out[0] = length
+            return 0
+        cnt = ct.new("int64_t *")
+        self.assertEqual(cb(None, b"xyz", 3, cnt), 0)
+        self.assertEqual((seen, cnt[0]), ([b"xyz"], 3))
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(cb(None, b"", 0, cnt), -9)
+        self.assertIn("no text", err.getvalue())
+        s = ct.new("dexa_wait_state *")
+        s.fired = ct.NULL
+        s.now_ms = 5
+        copy = ct.new("dexa_wait_state *")
+        ct.memmove(copy, s, ct.sizeof("dexa_wait_state"))
+        self.assertEqual(copy.now_ms, 5)
 
     def test_models(self):
         m = dx.Model.client("openai/gpt-4.1-mini", {"api_key": "sk-test", "timeout_ms": 1000})

@@ -8,7 +8,9 @@ inside the segment, setting a call's approval from its own metadata, with
 a write it tried to run inside refused; an ``async def`` harness on an
 AsyncRuntime's loop whose reads and deltas are handed to the worker thread;
 a Stop reaching a running segment (host-driven, with the host's stop flag
-on dexa_call) as request.cancelled and as asyncio cancellation."""
+on dexa_call, and through the embedded runtime's own workers) as
+request.cancelled and as asyncio cancellation; tools the framework ran
+itself (framework_tool_calls) kept as segment_tool_call events."""
 import asyncio
 import json
 import os
@@ -222,6 +224,48 @@ class StopTest(unittest.TestCase):
         snap = self.run_stopped(segment)
         self.assertEqual(saw, ["CancelledError"])
         self.assertEqual(snap.raw["turn"]["status"], "cancelled")
+
+    def test_embedded_runtime_stop_reaches_the_segment(self):
+        """The runtime's own workers: a Stop sets the Step's cancel flag."""
+        saw = []
+        started = threading.Event()
+
+        def segment(req):
+            started.set()
+            for _ in range(6000):  # a minute: only the stop ends it sooner
+                if req.cancelled:
+                    saw.append("cancelled")
+                    break
+                threading.Event().wait(0.01)
+            return ModelReply(text="partial")
+
+        agent = dx.Agent(dx.AgentDefinition(models=[dx.Harness("py/slow-embedded", segment)]))
+        with dx.Runtime(agent, workers=2) as rt:
+            sid = rt.start_session()
+            rt.send(sid, "go")
+            self.assertTrue(started.wait(60))
+            rt.stop_turn(sid)
+            rt.wait_idle(sid, timeout=60)
+            self.assertEqual(saw, ["cancelled"])
+            self.assertEqual(rt.snapshot(sid).raw["turn"]["status"], "cancelled")
+
+
+class FrameworkToolCallTest(unittest.TestCase):
+    def test_framework_tool_calls_are_events(self):
+        def segment(req):
+            return ModelReply(text="Found 3.", framework_tool_calls=[
+                {"call_id": "ws_1", "name": "web_search", "arguments": {"q": "dex"},
+                 "output": {"hits": 3}}])
+
+        agent = dx.Agent(dx.AgentDefinition(models=[dx.Harness("py/hosted", segment)]))
+        with dx.Runtime(agent, workers=1) as rt:
+            sid = rt.start_session()
+            turn(rt, sid, "search")
+            ran = [e for e in events(rt, sid) if e["type"] == "segment_tool_call"]
+        self.assertEqual(len(ran), 1)
+        self.assertEqual(ran[0]["call_id"], "ws_1")
+        self.assertEqual(ran[0]["ran_by"], "framework")
+        self.assertEqual(ran[0]["output"], '{"hits": 3}')
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@
 // again after its backoff. Then the Node service is killed with kill -9:
 //   - while a durable timer (/wait) is pending: the Restate timer fires
 //     after the restart and the turn completes;
+//   - while an ask_user question waits for its answer (a waitStep
+//     invocation suspended on its awakeable): after the restart an /answer
+//     call (the answer_question RPC) resolves the awakeable and the turn
+//     goes on with the answer;
 //   - inside an approved WRITE tool (it has counted its run and blocks): the
 //     replay finds the journaled claim without a result, the library records
 //     an unknown outcome, the turn completes, the write ran once;
@@ -242,10 +246,11 @@ test('the Restate server starts on 127.0.0.1 and the service registers', { skip:
     const body = await res.json();
     assert.ok(res.ok, JSON.stringify(body));
     const names = body.services.find((s) => s.name === 'AgentSession').handlers.map((h) => h.name);
-    for (const h of ['start', 'send_message', 'resolve_approval', 'answer_question', 'snapshot', 'runStep']) {
+    for (const h of ['start', 'send_message', 'resolve_approval', 'answer_question', 'snapshot', 'runStep',
+      'waitStep', 'approve', 'answer']) {
       assert.ok(names.includes(h), `${h} in ${names}`);
     }
-    assert.deepEqual(await call('start', {}), { session_id: SID });
+    assert.deepEqual(await call('start', {}), { sessionId: SID });
     let s = await turnDone(await send('hello'));
     assert.match(s.messages[s.messages.length - 1].text, /hello/);
     // a failed RunModel attempt runs again after its backoff (a delayed call)
@@ -266,13 +271,34 @@ test('a durable timer survives kill -9 of the service', { skip: after, timeout: 
   assert.equal(lastToolOutput(s), 'Waited 2 seconds.');
 });
 
+test('ask_user: the question survives kill -9, an /answer call resolves it', { skip: after, timeout: 180000 }, async () => {
+  const turn = await send('/ask What colour is the sky?');
+  const q = await until('a pending question', async () => {
+    const p = (await call('snapshot')).pending;
+    return p.length === 1 && p[0].kind === 'question' && p[0];
+  });
+  assert.equal(q.prompt, 'What colour is the sky?');
+  assert.equal(typeof q.callId, 'string');
+  await killService(); // the waitStep invocation is suspended on its awakeable
+  await startService();
+  // the question is still pending after the restart: nothing answered it
+  assert.deepEqual((await call('snapshot')).pending.map((p) => [p.kind, p.callId]), [['question', q.callId]]);
+  await assert.rejects(call('answer', { callId: 'no-such-call', answer: 'x' }), /NOT_PENDING|400/);
+  await call('answer', { callId: q.callId, answer: 'blue' });
+  const s = await turnDone(turn);
+  assert.deepEqual(s.pending, []);
+  assert.match(s.messages.filter((m) => m.role === 'model').at(-1).text, /blue/);
+  const events = (await call('events', { after: 0 })).events.map((e) => e.event.type);
+  assert.ok(events.includes('turn_finished'), events.join());
+});
+
 test('kill -9 inside an approved write: an unknown outcome, the write ran once', { skip: after, timeout: 180000 }, async () => {
   const turn = await send('/tool stamp {"document": "a"}');
   const p = await approvalPending();
   assert.equal(p.name, 'stamp');
   assert.deepEqual(stampRuns(), []); // nothing runs before the approval
   holdAt('tool-stamp');
-  await call('resolve_approval', { call_id: p.call_id, decision: 'approve' });
+  await call('resolve_approval', { call_id: p.callId, decision: 'approve' }); // the flow's RPC document
   await until('the write to run', () => reached('tool-stamp'));
   assert.equal(stampRuns().length, 1);
   await killService(); // mid-turn, inside the write
@@ -280,14 +306,14 @@ test('kill -9 inside an approved write: an unknown outcome, the write ran once',
   await startService();
   const s = await turnDone(turn);
   assert.match(lastToolOutput(s), /outcome of this call is unknown/);
-  assert.deepEqual(stampRuns(), [`${SID}:${p.call_id}`]); // at most once
+  assert.deepEqual(stampRuns(), [`${SID}:${p.callId}`]); // at most once
 });
 
 test('kill -9 after the write finished: it is not run again', { skip: after, timeout: 180000 }, async () => {
   const turn = await send('/tool stamp {"document": "b"}');
   const p = await approvalPending();
   holdAt('after-CallSingleAttemptTool');
-  await call('resolve_approval', { call_id: p.call_id, decision: 'approve' });
+  await call('approve', { callId: p.callId }); // the example's camelCase handler
   await until('the write to finish', () => reached('after-CallSingleAttemptTool'));
   assert.equal(stampRuns().length, 2);
   await killService(); // its result is journaled, not yet applied
@@ -295,7 +321,7 @@ test('kill -9 after the write finished: it is not run again', { skip: after, tim
   await startService();
   const s = await turnDone(turn);
   assert.equal(lastToolOutput(s), 'stamped b');
-  assert.deepEqual(stampRuns().slice(1), [`${SID}:${p.call_id}`]); // still one run
+  assert.deepEqual(stampRuns().slice(1), [`${SID}:${p.callId}`]); // still one run
   const events = (await call('events', { after: 0 })).events.map((e) => e.event.type);
   assert.ok(events.includes('timer_fired') && events.includes('turn_finished'), events.join());
 });

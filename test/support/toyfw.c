@@ -183,7 +183,7 @@ static int blocked(segment *s) {
 /* Acts on the user's script; fills calls and text. */
 static int act(segment *s, const char *script, cJSON *calls, char *text, size_t size) {
   char *copy = strdup(script), *save = NULL, inner[1024] = "";
-  int ncalls = 0, ninner = 0, rc = DEXA_OK;
+  int ncalls = 0, ninner = 0, nran = 0, rc = DEXA_OK;
   for (char *line = strtok_r(copy, "\n", &save); line && rc == DEXA_OK;
        line = strtok_r(NULL, "\n", &save)) {
     char *words[8], *ws = NULL;
@@ -218,6 +218,19 @@ static int act(segment *s, const char *script, cJSON *calls, char *text, size_t 
                            "{\"content\":\"two\",\"status\":\"pending\"}]}"),
                DEXA_TOOL_EFFECT_DEFAULT, DEXA_APPROVAL_DEFAULT);
       ncalls++;
+    } else if (!strcmp(words[0], "ran") && n >= 3) {
+      /* a tool it ran itself, inside the segment: recorded, not proposed */
+      cJSON *r = cJSON_CreateObject();
+      char rid[80];
+      snprintf(rid, sizeof rid, "toy-t%d-r%d-f%d", s->turn, s->round, ++nran);
+      cJSON_AddStringToObject(r, "call_id", rid);
+      cJSON_AddStringToObject(r, "name", words[1]);
+      cJSON_AddItemToObject(r, "arguments", words[2][0] == '{' ? cJSON_Parse(words[2]) : cJSON_CreateObject());
+      cJSON_AddStringToObject(r, "output", n >= 4 ? words[3] : "");
+      char *json = cJSON_PrintUnformatted(r);
+      rc = dexa_model_reply_add_framework_tool_call(s->reply, json, strlen(json));
+      free(json);
+      cJSON_Delete(r);
     } else if (!strcmp(words[0], "block")) {
       rc = blocked(s);
     } else if (!strcmp(words[0], "grow") && n >= 2) {

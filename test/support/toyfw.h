@@ -7,6 +7,8 @@
  *   call NAME ARGS [effect=read|idempotent_write|write] [approval=yes|no]
  *                     proposes a tool call (all call lines in one reply)
  *   inner NAME ARGS   runs a read tool inside the segment first
+ *   ran NAME ARGS OUT reports a tool it ran itself inside the segment
+ *                     (dexa_model_reply_add_framework_tool_call)
  *   ask PROMPT        proposes ask_user
  *   wait SECONDS      proposes durable_wait
  *   todos             proposes write_todos (two tasks)

@@ -11,6 +11,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "harness/cc_tools.h"
+#include "iface/tool_source.h"
 #include "support/memhost.h"
 #include "support/toyfw.h"
 #include "testing.h"
@@ -21,7 +23,7 @@ typedef struct counting_tool {
   atomic_int calls;
 } counting_tool;
 
-static counting_tool lookup, mailer, guarded;
+static counting_tool lookup, mailer, guarded, crm;
 
 static int tool_fn(void *user, const dexa_tool_invocation *inv, dexa_tool_output *out) {
   counting_tool *t = user;
@@ -62,6 +64,7 @@ static fixture setup_with(const setup_opts *o) {
   memset(&lookup, 0, sizeof lookup);
   memset(&mailer, 0, sizeof mailer);
   memset(&guarded, 0, sizeof guarded);
+  memset(&crm, 0, sizeof crm);
   fixture f = {NULL, NULL, NULL};
   toyfw_options to = {o->flags, o->fold_every, o->summarize, stop_now, current, NULL};
   dexa_model *m;
@@ -74,12 +77,20 @@ static fixture setup_with(const setup_opts *o) {
                           DEXA_APPROVAL_NONE, tool_fn, &mailer);
   dexa_function_tools_add(tools, "delete_all", "Deletes everything", NULL, DEXA_TOOL_WRITE,
                           DEXA_APPROVAL_REQUIRED, tool_fn, &guarded);
+  /* a Connector's source (marked as dexa_connector_tool_source_new marks
+   * its sources), with a read */
+  dexa_tool_source *connector;
+  dexa_function_tools_new(&connector, "crm");
+  dexa_function_tools_add(connector, "crm_lookup", "Looks a customer up", NULL, DEXA_TOOL_READ,
+                          DEXA_APPROVAL_NONE, tool_fn, &crm);
+  connector->connector = 1;
+  dexa_tool_source *sources[2] = {tools, connector};
   dexa_agent_def def;
   dexa_agent_def_init(&def, sizeof def);
   def.models = &m;
   def.model_count = 1;
-  def.tool_sources = &tools;
-  def.tool_source_count = 1;
+  def.tool_sources = sources;
+  def.tool_source_count = 2;
   def.builtin_tools = DEXA_BUILTIN_ALL;
   def.plan_mode_enabled = 1;
   def.context_window_tokens = o->context_window;
@@ -92,6 +103,7 @@ static fixture setup_with(const setup_opts *o) {
     fprintf(stderr, "agent: %s\n", err);
   dexa_model_free(m);
   dexa_tool_source_free(tools);
+  dexa_tool_source_free(connector);
   f.h = memhost_new(f.agent, "s-harness");
   if (memhost_start(f.h, NULL) != DEXA_OK) fprintf(stderr, "start failed\n");
   memhost_run(f.h);
@@ -409,6 +421,130 @@ static void test_harness_only_reads_run_inside_the_segment(void) {
       atomic_load(&mailer.calls) + atomic_load(&guarded.calls) + atomic_load(&lookup.calls), 0);
   CHECK_EQ_INT(count_events(&f, "segment_tool_call"), 0);
   teardown(&f);
+}
+
+/* The seed: a Connector tool call always leaves the segment, even a read. */
+static void test_harness_connector_read_leaves_the_segment(void) {
+  fixture f = setup(DEXA_HARNESS_OWNS_TRANSCRIPT | DEXA_HARNESS_RUNS_READS);
+  send(&f, "inner crm_lookup {}");
+  memhost_run(f.h);
+  CHECK_EQ_INT(f.fw->inner_rc, DEXA_E_BAD_STATE);
+  CHECK_EQ_INT(atomic_load(&crm.calls), 0);
+  send(&f, "call crm_lookup {\"id\":3}");
+  memhost_run(f.h);
+  CHECK_EQ_INT(atomic_load(&crm.calls), 1);
+  CHECK_EQ_INT(memhost_dispatches(f.h, "CallTool"), 1); /* its own Step */
+  CHECK_EQ_INT(count_events(&f, "segment_tool_call"), 0);
+  /* The Claude Code harness offers it to the CLI as a tool that ends the
+   * segment: the request marks it, and cc_tools does not run it inside. */
+  cJSON *read = cJSON_Parse("{\"name\":\"lookup\",\"effect\":\"read\",\"approval\":false}");
+  cJSON *conn = cJSON_Parse(
+      "{\"name\":\"crm_lookup\",\"effect\":\"read\",\"approval\":false,\"connector\":true}");
+  CHECK_EQ_INT(dexa__cc_tool_runs_inside(read), 1);
+  CHECK_EQ_INT(dexa__cc_tool_runs_inside(conn), 0);
+  cJSON_Delete(read);
+  cJSON_Delete(conn);
+  teardown(&f);
+}
+
+static int capture_tools(void *u, const dexa_model_request *req, dexa_model_reply *reply) {
+  const char *j;
+  size_t n;
+  if (dexa_model_request_json(req, &j, &n) == DEXA_OK) snprintf(u, 4096, "%.*s", (int)n, j);
+  return dexa_model_reply_add_item(reply, "{}", 2);
+}
+
+static void test_harness_request_marks_connector_tools(void) {
+  static char seen[4096];
+  dexa_harness_vtable vt;
+  dexa_harness_vtable_init(&vt, sizeof vt);
+  vt.run_segment = capture_tools;
+  vt.flags = DEXA_HARNESS_RUNS_READS;
+  dexa_model *m;
+  CHECK_EQ_INT(dexa_harness_new(&m, "cap/h", &vt, seen), DEXA_OK);
+  dexa_tool_source *connector;
+  dexa_function_tools_new(&connector, "crm");
+  dexa_function_tools_add(connector, "crm_lookup", "Looks a customer up", NULL, DEXA_TOOL_READ,
+                          DEXA_APPROVAL_NONE, tool_fn, &crm);
+  connector->connector = 1;
+  dexa_agent_def def;
+  dexa_agent_def_init(&def, sizeof def);
+  def.models = &m;
+  def.model_count = 1;
+  def.tool_sources = &connector;
+  def.tool_source_count = 1;
+  dexa_agent *a = NULL;
+  char err[128];
+  CHECK_EQ_INT(dexa_agent_new(&a, &def, err, sizeof err), DEXA_OK);
+  dexa_model_free(m);
+  dexa_tool_source_free(connector);
+  memhost *h = memhost_new(a, "s-cap");
+  memhost_start(h, NULL);
+  memhost_run(h);
+  memhost_rpc(h, "send_message", "{\"text\":\"hi\"}", NULL);
+  memhost_run(h);
+  CHECK_CONTAINS(seen, "\"name\":\"crm_lookup\"");
+  CHECK_CONTAINS(seen, "\"approval\":false,\"connector\":true");
+  memhost_free(h);
+  dexa_agent_free(a);
+}
+
+/* Tools the framework ran itself are durable events of the committed
+ * segment, at least once, never Steps. */
+static void test_harness_framework_tool_calls_are_recorded_as_events(void) {
+  fixture f = setup(DEXA_HARNESS_OWNS_TRANSCRIPT);
+  send(&f, "ran web_search {\"q\":\"dex\"} found-it\nfail 1");
+  memhost_run(f.h);
+  CHECK_EQ_INT(memhost_dispatches(f.h, "RunModel"), 2); /* the first attempt failed */
+  CHECK_EQ_INT(memhost_dispatches(f.h, "CallTool"), 0);
+  CHECK_EQ_INT(count_events(&f, "segment_tool_call"), 1); /* the committed attempt's */
+  CHECK_CONTAINS(memhost_events(f.h),
+                 "\"call_id\":\"toy-t1-r1-f1\",\"name\":\"web_search\",\"arguments\":{\"q\":\"dex\"},"
+                 "\"status\":\"ok\",\"output\":\"found-it\",\"ran_by\":\"framework\",\"attempt\":2");
+  CHECK_CONTAINS(turn_status(&f), "\"status\":\"idle\"");
+  teardown(&f);
+}
+
+static int bad_framework_calls(void *u, const dexa_model_request *req, dexa_model_reply *reply) {
+  int *rcs = u;
+  const char *bad[] = {"{\"name\":\"t\"}", "{\"call_id\":\"\",\"name\":\"t\"}",
+                       "{\"call_id\":\"c\",\"name\":\"t\",\"status\":\"maybe\"}",
+                       "{\"call_id\":\"c\",\"name\":\"t\",\"output\":3}", "[1]"};
+  for (int i = 0; i < 5; i++) rcs[i] = dexa_model_reply_add_framework_tool_call(reply, bad[i], strlen(bad[i]));
+  rcs[5] = dexa_model_reply_add_framework_tool_call(reply, "{\"call_id\":", 11);
+  const char *good = "{\"call_id\":\"c\",\"name\":\"t\",\"status\":\"error\"}";
+  rcs[6] = dexa_model_reply_add_framework_tool_call(reply, good, strlen(good));
+  return dexa_model_reply_add_item(reply, "{}", 2);
+}
+
+static void test_harness_framework_tool_call_is_checked(void) {
+  CHECK_EQ_INT(dexa_model_reply_add_framework_tool_call(NULL, "{}", 2), DEXA_E_INVALID_ARG);
+  int rcs[7] = {0};
+  dexa_harness_vtable vt;
+  dexa_harness_vtable_init(&vt, sizeof vt);
+  vt.run_segment = bad_framework_calls;
+  dexa_model *m;
+  CHECK_EQ_INT(dexa_harness_new(&m, "bad/h", &vt, rcs), DEXA_OK);
+  dexa_agent_def def;
+  dexa_agent_def_init(&def, sizeof def);
+  def.models = &m;
+  def.model_count = 1;
+  dexa_agent *a = NULL;
+  char err[128];
+  CHECK_EQ_INT(dexa_agent_new(&a, &def, err, sizeof err), DEXA_OK);
+  dexa_model_free(m);
+  memhost *h = memhost_new(a, "s-bad");
+  memhost_start(h, NULL);
+  memhost_run(h);
+  memhost_rpc(h, "send_message", "{\"text\":\"hi\"}", NULL);
+  memhost_run(h);
+  for (int i = 0; i < 4; i++) CHECK_EQ_INT(rcs[i], DEXA_E_INVALID_ARG);
+  CHECK_EQ_INT(rcs[4], DEXA_E_INVALID_ARG);
+  CHECK_EQ_INT(rcs[5], DEXA_E_INVALID_JSON);
+  CHECK_EQ_INT(rcs[6], DEXA_OK);
+  CHECK_CONTAINS(memhost_events(h), "\"status\":\"error\",\"output\":\"\",\"ran_by\":\"framework\"");
+  memhost_free(h);
+  dexa_agent_free(a);
 }
 
 static void test_harness_without_the_flag_runs_no_read_inside(void) {
@@ -781,6 +917,10 @@ int main(void) {
   RUN(test_harness_read_inside_the_segment_is_recorded_as_an_event);
   RUN(test_harness_only_reads_run_inside_the_segment);
   RUN(test_harness_without_the_flag_runs_no_read_inside);
+  RUN(test_harness_connector_read_leaves_the_segment);
+  RUN(test_harness_request_marks_connector_tools);
+  RUN(test_harness_framework_tool_calls_are_recorded_as_events);
+  RUN(test_harness_framework_tool_call_is_checked);
   RUN(test_harness_failed_segment_reruns_whole_and_reads_repeat);
   RUN(test_harness_failing_every_attempt_fails_the_turn_and_keeps_the_state);
   RUN(test_harness_lost_segment_reruns_but_a_write_step_never_does);

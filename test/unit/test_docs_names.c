@@ -27,7 +27,7 @@
 static const char *const OTHER_CAMEL[] = {"WaitFor", "PostgreSQL", "JavaScript", "LangGraph",
                                           "OpenAI", "AddressSanitizer", "ThreadSanitizer", "KiB",
                                           "MiB", "DefaultChatTransport", "SigV4", "CommonJS", "ConverseStream",
-                                          "RunState", "AgentTool", "OpenID", "IdP", NULL};
+                                          "RunState", "AgentTool", "OpenID", "IdP", "OpenTelemetry", "GenAI", NULL};
 /* Other libraries' names the docs use. */
 static const char *const EXTERNAL[] = {"con_cls",          "curl_version_info",
                                        "napi_threadsafe_function",

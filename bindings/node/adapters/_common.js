@@ -101,4 +101,11 @@ function peer(name) {
   return loaded.get(name);
 }
 
-module.exports = { toolPolicy, dexTool, usageOf, finishReasonOf, resultText, peer, toolResult };
+/** A framework tool result (any value) as the text of its segment_tool_call event. */
+function ranOutput(v) {
+  if (v === undefined || v === null) return '';
+  if (typeof v === 'string') return v;
+  try { return JSON.stringify(v); } catch { return String(v); }
+}
+
+module.exports = { toolPolicy, dexTool, usageOf, finishReasonOf, resultText, peer, toolResult, ranOutput };

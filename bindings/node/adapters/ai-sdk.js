@@ -9,14 +9,19 @@
 // The transcript is Dex's: each response message is stored verbatim as the
 // item, the SDK's messages are rebuilt from the stored ones, and Dex
 // compaction works (summarize runs one generateText).
+// Tools the SDK runs inside the segment: provider-executed tools (a
+// provider's web search, code execution, ...) and the tools named in
+// runInside, whose execute the SDK runs in its own loop (more model steps in
+// the same segment). They are at least once (again when the segment reruns)
+// and recorded as segment_tool_call events (frameworkToolCalls).
 const { Harness } = require('../lib/agent');
 const { checkOptions } = require('../lib/values');
-const { toolPolicy, dexTool, usageOf, finishReasonOf, resultText, peer } = require('./_common');
+const { toolPolicy, dexTool, usageOf, finishReasonOf, resultText, peer, ranOutput } = require('./_common');
 
 // Dex's own tools: offered to the SDK like its tools; their calls wait durably in the flow.
 const BUILT_IN = new Set(['ask_user', 'durable_wait', 'write_todos']);
 const OPTIONS = ['name', 'model', 'tools', 'system', 'effects', 'approvals', 'settings',
-  'providerOptions', 'timeoutMs'];
+  'providerOptions', 'timeoutMs', 'runInside', 'maxSteps'];
 
 /** A Dex user or tool message, or a stored model message, as ModelMessages. */
 function toModelMessages(req) {
@@ -60,15 +65,42 @@ function summaryMessages(req) {
     : m)).filter((m) => typeof m.content === 'string' || m.content.length);
 }
 
-/** The reply's items: each response message with its text, reasoning and calls. */
-async function replyItems(messages, policies) {
+/** The text and status of a ModelMessage tool-result output. */
+function outputOf(o) {
+  if (!o || typeof o !== 'object') return { status: 'ok', output: ranOutput(o) };
+  const error = o.type === 'error-text' || o.type === 'error-json' || o.type === 'execution-denied';
+  return { status: error ? 'error' : 'ok', output: ranOutput(o.value !== undefined ? o.value : o.reason) };
+}
+
+/** The tools the SDK ran inside the segment: every tool result in the
+ * response (a provider-executed tool's in its assistant message, a
+ * run-inside tool's in a tool message), with its call's input. */
+function ranInside(messages) {
+  const calls = new Map();
+  const ran = [];
+  for (const msg of messages) {
+    for (const p of Array.isArray(msg.content) ? msg.content : []) {
+      if (p.type === 'tool-call') calls.set(p.toolCallId, p);
+      else if (p.type === 'tool-result' || p.type === 'tool-error') {
+        const c = calls.get(p.toolCallId);
+        const r = p.type === 'tool-error' ? { status: 'error', output: ranOutput(p.error) } : outputOf(p.output);
+        ran.push({ callId: p.toolCallId, name: p.toolName, arguments: c ? c.input || {} : {}, ...r });
+      }
+    }
+  }
+  return ran;
+}
+
+/** The reply's items: each response message with its text, reasoning and
+ * the calls that leave the segment (not those the SDK ran: `done`). */
+async function replyItems(messages, policies, done = new Set()) {
   const items = [];
   for (const msg of messages) {
     const parts = Array.isArray(msg.content) ? msg.content : [{ type: 'text', text: String(msg.content) }];
     const text = parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
     const reasoning = parts.filter((p) => p.type === 'reasoning').map((p) => p.text).join('');
     const toolCalls = [];
-    for (const p of parts.filter((x) => x.type === 'tool-call')) {
+    for (const p of parts.filter((x) => x.type === 'tool-call' && !x.providerExecuted && !done.has(x.toolCallId))) {
       const pol = policies(p.toolName);
       const call = { callId: p.toolCallId, name: p.toolName, arguments: p.input || {} };
       if (pol) {
@@ -90,6 +122,9 @@ async function replyItems(messages, policies) {
  *   system     instructions (default: the agent's instructions);
  *   effects, approvals  per tool name, where its metadata says nothing;
  *   settings   more streamText settings (temperature, maxOutputTokens, ...);
+ *   runInside  names of tools whose execute the SDK runs itself, inside the
+ *              segment (at least once; recorded as segment_tool_call events);
+ *   maxSteps   model steps per segment when runInside names any (default 25);
  *   providerOptions, timeoutMs.
  * Returns a Harness whose `tools` are the Dex tools to give the agent.
  */
@@ -97,10 +132,24 @@ function aiSdkHarness(options) {
   const o = checkOptions(options, OPTIONS, 'aiSdkHarness');
   if (!o.model) throw new TypeError('aiSdkHarness: model is needed');
   const fwTools = o.tools || {};
+  const inside = new Set(o.runInside || []);
   const policies = new Map();
   const tools = [];
   const offered = {};
+  for (const name of inside) {
+    const t = fwTools[name];
+    if (!t || typeof t.execute !== 'function') {
+      throw new TypeError(`aiSdkHarness: runInside names ${name}, which is no tool with an execute`);
+    }
+    if (t.needsApproval) {
+      throw new TypeError(`aiSdkHarness: ${name} needs approval, which a tool run inside the segment cannot wait for`);
+    }
+  }
   for (const [name, t] of Object.entries(fwTools)) {
+    if (inside.has(name)) { // the SDK runs it, in the segment
+      offered[name] = t;
+      continue;
+    }
     const pol = toolPolicy(name, t, o, t.needsApproval);
     policies.set(name, pol);
     const { execute, needsApproval, ...rest } = t;
@@ -121,8 +170,10 @@ function aiSdkHarness(options) {
         segmentTools[t.name] = { description: t.description, inputSchema: jsonSchema(t.parameters || { type: 'object' }) };
       }
     }
+    const { isStepCount, stepCountIs } = inside.size ? await peer('ai') : {};
+    const steps = inside.size && !settings.stopWhen ? { stopWhen: (isStepCount || stepCountIs)(o.maxSteps || 25) } : {};
     const result = streamText({
-      ...settings, model: o.model, system: o.system || req.instructions || undefined,
+      ...steps, ...settings, model: o.model, system: o.system || req.instructions || undefined,
       messages: toModelMessages(req), tools: Object.keys(segmentTools).length ? segmentTools : undefined,
       abortSignal: req.signal, maxRetries: 0, providerOptions: o.providerOptions,
     });
@@ -134,10 +185,13 @@ function aiSdkHarness(options) {
       else if (p.type === 'abort') failure = failure || Object.assign(new Error('aborted'), { name: 'AbortError' });
     }
     if (failure) throw failure;
-    const response = await result.response;
-    const items = await replyItems(response.messages, (n) => policies.get(n));
+    // every step's messages (ai 7: responseMessages; response holds the last step's only)
+    const messages = result.responseMessages !== undefined ? await result.responseMessages
+      : (await result.response).messages;
+    const ran = ranInside(messages);
+    const items = await replyItems(messages, (n) => policies.get(n), new Set(ran.map((r) => r.callId)));
     if (!items.length) items.push({ item: { role: 'assistant', content: [] }, text: '' });
-    return { items, usage: usageOf(await result.usage),
+    return { items, frameworkToolCalls: ran, usage: usageOf(await result.totalUsage || await result.usage),
       finishReason: finishReasonOf(await result.finishReason),
       providerFinishReason: (await result.rawFinishReason) || undefined };
   }
@@ -156,4 +210,4 @@ function aiSdkHarness(options) {
   return h;
 }
 
-module.exports = { aiSdkHarness, toModelMessages, summaryMessages };
+module.exports = { aiSdkHarness, toModelMessages, summaryMessages, replyItems, ranInside };

@@ -10,9 +10,14 @@
 // parts and provider metadata as streamed) and the messages are rebuilt
 // each segment (Mastra memory is not used), so Dex compaction works
 // (summarize runs agent.generate without tools).
+// What Mastra runs itself inside the segment: the agent's sub-agents
+// (agents: {...}, offered as agent-<name> tools), its workflows (workflow-<name>)
+// and any tool it got another way (toolsets, MCP clients). They are at least
+// once (again when the segment reruns) and recorded as segment_tool_call
+// events (frameworkToolCalls).
 const { Harness } = require('../lib/agent');
 const { checkOptions } = require('../lib/values');
-const { toolPolicy, dexTool, usageOf, finishReasonOf } = require('./_common');
+const { toolPolicy, dexTool, usageOf, finishReasonOf, ranOutput } = require('./_common');
 const { toModelMessages, summaryMessages } = require('./ai-sdk');
 
 // Dex's own tools: offered to Mastra as client tools; their calls wait durably in the flow.
@@ -96,6 +101,21 @@ async function mastraHarness(options) {
   }
   const streamOptions = o.streamOptions || {};
 
+  /** The tools Mastra ran inside the segment, as frameworkToolCalls. */
+  function ranInside(steps) {
+    const ran = [];
+    for (const step of steps) {
+      for (const p of step.ran) {
+        const call = step.content.find((x) => x.type === 'tool-call' && x.toolCallId === p.toolCallId);
+        const e = p.error;
+        ran.push({ callId: p.toolCallId, name: p.toolName, arguments: call ? call.input || {} : p.args || {},
+          status: p.type === 'tool-error' ? 'error' : 'ok',
+          output: p.type === 'tool-error' ? String(e && e.message ? e.message : e) : ranOutput(p.result) });
+      }
+    }
+    return ran;
+  }
+
   /** The segment's reply items: one AI SDK message per step (and the results of tools Mastra ran). */
   async function replyItems(steps) {
     const items = [];
@@ -141,10 +161,11 @@ async function mastraHarness(options) {
     }
     if (failure) throw failure;
     if (req.signal.aborted) throw Object.assign(new Error('aborted'), { name: 'AbortError' });
-    const items = await replyItems(steps.end());
+    const all = steps.end();
+    const items = await replyItems(all);
     if (!items.length) items.push({ item: { role: 'assistant', content: [] }, text: '' });
     const finish = await result.finishReason;
-    return { items, usage: usageOf(await result.usage), finishReason: finishReasonOf(finish),
+    return { items, frameworkToolCalls: ranInside(all), usage: usageOf(await result.usage), finishReason: finishReasonOf(finish),
       providerFinishReason: finish || undefined };
   }
 

@@ -12,9 +12,14 @@
 // that starts (a new or steered message) runs the agent on the stored
 // transcript instead: the SDK's output items are stored verbatim, so Dex
 // compaction works (summarize runs the agent's model without tools).
+// What the SDK runs itself inside the segment: the tools of the agents' MCP
+// servers (mcpServers), hosted tools (web search, file search, code
+// interpreter, hosted MCP: run by OpenAI's servers) and any other tool that
+// is not a function tool. They are at least once (again when the segment
+// reruns) and recorded as segment_tool_call events (frameworkToolCalls).
 const { Harness } = require('../lib/agent');
 const { checkOptions } = require('../lib/values');
-const { toolPolicy, dexTool, usageOf, resultText, peer } = require('./_common');
+const { toolPolicy, dexTool, usageOf, resultText, peer, ranOutput } = require('./_common');
 
 // Dex's own tools: offered to the SDK as stand-ins too; their calls wait durably in the flow.
 const BUILT_IN = new Set(['ask_user', 'durable_wait', 'write_todos']);
@@ -200,15 +205,32 @@ function openAIAgentsHarness(options) {
       pendingIds.add(i.rawItem.callId);
     }
     const items = [];
+    const ran = [];
+    const calls = new Map();
+    for (const it of result.newItems) if (it.rawItem && it.rawItem.callId) calls.set(it.rawItem.callId, it.rawItem);
     for (const it of result.newItems.slice(from)) {
       if (it.type === 'tool_approval_item') continue;
       const raw = it.rawItem;
       if (it.type === 'tool_call_output_item' && recorded.has(raw.callId)) continue; // Dex's record
+      if (it.type === 'tool_call_output_item') { // a tool the SDK ran itself (an MCP server's, ...)
+        const c = calls.get(raw.callId) || {};
+        let args = {};
+        try { args = c.arguments ? JSON.parse(c.arguments) : {}; } catch { args = { raw: c.arguments }; }
+        const out = raw.output && typeof raw.output === 'object' && raw.output.type === 'text' ? raw.output.text
+          : it.output !== undefined ? it.output : raw.output;
+        ran.push({ callId: raw.callId, name: raw.name || c.name || 'tool', arguments: args,
+          status: raw.status === 'incomplete' || raw.status === 'failed' ? 'error' : 'ok', output: ranOutput(out) });
+      } else if (raw && raw.type === 'hosted_tool_call') { // run by OpenAI's servers
+        let args = {};
+        try { args = raw.arguments ? JSON.parse(raw.arguments) : {}; } catch { args = { raw: raw.arguments }; }
+        ran.push({ callId: raw.id || raw.callId || `${raw.name}-${ran.length}`, name: raw.name || 'hosted_tool',
+          arguments: args, status: raw.status === 'failed' ? 'error' : 'ok', output: ranOutput(raw.output) });
+      }
       const toolCalls = raw.type === 'function_call' && pendingIds.has(raw.callId) ? [await proposed(sdk, raw)] : [];
       items.push({ item: raw, text: textOf(raw), reasoning: reasoningOf(raw), toolCalls });
     }
     if (!items.length) items.push({ item: { type: 'message', role: 'assistant', status: 'completed', content: [] } });
-    return { items, stopped: pendingIds.size > 0 };
+    return { items, ran, stopped: pendingIds.size > 0 };
   }
 
   async function runSegment(req) {
@@ -234,11 +256,11 @@ function openAIAgentsHarness(options) {
     await result.completed;
     if (result.error) throw result.error;
     if (req.signal.aborted || result.cancelled) throw Object.assign(new Error('aborted'), { name: 'AbortError' });
-    const { items, stopped } = await replyItems(sdk, result, resume ? resume.items : 0, recorded);
+    const { items, ran, stopped } = await replyItems(sdk, result, resume ? resume.items : 0, recorded);
     const last = result.lastAgent || result.currentAgent;
     const state = { agent: last ? last.name : o.agent.name };
     if (stopped) state.runState = result.state.toString();
-    return { items, usage: segmentUsage(result.rawResponses.slice(resume ? resume.responses : 0)),
+    return { items, frameworkToolCalls: ran, usage: segmentUsage(result.rawResponses.slice(resume ? resume.responses : 0)),
       finishReason: stopped ? 'tool_calls' : 'stop', state };
   }
 

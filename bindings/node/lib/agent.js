@@ -4,8 +4,43 @@
 // tools, MCP tool sources, compaction and limits.
 const { native } = require('./native');
 const { rethrow, toDexa } = require('./errors');
-const { checkOptions, checkInt, checkString } = require('./values');
+const { checkOptions, checkInt, checkString, camelize, camel, libraryDocument } = require('./values');
 const { newHostModel } = require('./model');
+
+// The options of dexa_model_client_new(3) and dexa_harness_claude_code_new(3),
+// in camelCase: true for a value kept as it is, an object for a nested one.
+const CLIENT_OPTIONS = { baseUrl: true, apiKey: true, apiKeyEnv: true, timeoutMs: true,
+  connectTimeoutMs: true, maxOutputTokens: true, temperature: true, topP: true, seed: true,
+  stop: true, headers: true, query: true, reasoningEffort: true, reasoningSummary: true,
+  encryptedReasoning: true, thinkingBudgetTokens: true, anthropicVersion: true, toolChoice: true,
+  parallelToolCalls: true, strictTools: true, promptCaching: true, cacheTtl: true,
+  price: { input: true, output: true, cachedInput: true, cacheWrite: true }, fallbacks: true,
+  project: true, location: true, accessTokenEnv: true, tokenCommand: true, tokenTtlS: true,
+  region: true, apiVersion: true, api: true };
+const CLAUDE_CODE_OPTIONS = { cliPath: true, model: true, allowedTools: true, cwd: true, env: true,
+  timeoutMs: true };
+
+/** Options (camelCase) as the library's JSON text; a string is the
+ * library's own JSON text (snake_case), passed unchanged. */
+function optionsText(options, spec, where) {
+  if (typeof options === 'string') return options;
+  return JSON.stringify(libraryDocument(options || {}, spec, where));
+}
+
+/** The flow description with camelCase keys; the names of Steps and RPCs
+ * (the keys of transitions.steps and transitions.rpcs) are kept. */
+function flowDescription(d) {
+  const { transitions, ...rest } = d;
+  const out = camelize(rest);
+  if (transitions && typeof transitions === 'object') {
+    out.transitions = {};
+    for (const [k, m] of Object.entries(transitions)) {
+      out.transitions[camel(k)] = m && typeof m === 'object'
+        ? Object.fromEntries(Object.entries(m).map(([name, x]) => [name, camelize(x)])) : m;
+    }
+  }
+  return out;
+}
 
 /** A model client: Model.demo('mock/dex') or Model.client('openai/gpt-4.1', {...}). */
 class Model {
@@ -14,17 +49,20 @@ class Model {
   /** The demo model `name` (mock/dex, mock/dex-mini): no key, no network. */
   static demo(name = 'mock/dex') { return new Model(rethrow(() => native().modelNew(name, null))); }
 
-  /** A provider client configured by options (dexa_model_client_new(3)). */
+  /** A provider client configured by options (dexa_model_client_new(3)),
+   * in camelCase: baseUrl, apiKey, apiKeyEnv, timeoutMs, ... (ClientOptions
+   * in index.d.ts); an unknown key throws UnknownKeyError. A string is the
+   * library's own JSON text (snake_case), passed unchanged. */
   static client(name, options = {}) {
-    const opts = typeof options === 'string' ? options : JSON.stringify(options || {});
+    const opts = optionsText(options, CLIENT_OPTIONS, 'Model.client');
     return new Model(rethrow(() => native().modelNew(name, opts)));
   }
 
   /** The Claude Code harness (dexa_harness_claude_code_new): turns run in
-   * the Claude Code CLI as durable segments; options: cli_path, model,
-   * allowed_tools, cwd, env, timeout_ms (the key from the environment). */
+   * the Claude Code CLI as durable segments; options: cliPath, model,
+   * allowedTools, cwd, env, timeoutMs (the key from the environment). */
   static claudeCode(name = 'claude-code', options = {}) {
-    const opts = typeof options === 'string' ? options : JSON.stringify(options || {});
+    const opts = optionsText(options, CLAUDE_CODE_OPTIONS, 'Model.claudeCode');
     return new Model(rethrow(() => native().claudeCodeNew(name, opts)));
   }
 
@@ -249,8 +287,10 @@ class Agent {
   /** The flow type ("AgentSession" unless flowType named one). */
   get flowType() { return native().agentFlowType(this.handle); }
 
-  /** The flow description (dexa_flow_describe(3)) as the library wrote it. */
-  describe() { return JSON.parse(rethrow(() => native().agentDescribe(this.handle))); }
+  /** The flow description (dexa_flow_describe(3)) with camelCase keys
+   * (flowType, startStep, steps[].options.maxAttempts, rpcs[].readOnly,
+   * ...); Step and RPC names are kept as they are. */
+  describe() { return flowDescription(JSON.parse(rethrow(() => native().agentDescribe(this.handle)))); }
 
   /** Host-driven mode: runs one Step method or RPC with `reader` as the
    * session's state (see host.js, dispatch()). */

@@ -16,12 +16,40 @@
 // WaitEvaluation.take() takes those messages from an in-memory host's
 // channels and builds Execute's `conditions`.
 //
-// The JSON documents of the flow protocol (wait, decision, response, the
-// flow description, attribute values) are kept as the library wrote them
-// (snake_case), since hosts store and exchange them unchanged.
+// The documents of the flow protocol come in camelCase like the rest of the
+// package (wait: conditions[].timerMs; decision: next[].options.maxAttempts;
+// response; the flow description; live events), and evaluateWait() takes a
+// wait in that shape back (refusing any other key). What a host stores and
+// hands back unchanged is kept as the library wrote it: attribute values
+// (writes), durable events (JSON text), a decision's next[].input (which
+// becomes a call's input), and any wait given as JSON text or RawJSON.
 const { native } = require('./native');
 const { CODES, errorFor, rethrow, toDexa } = require('./errors');
-const { checkOptions, jsonText, parse, RawJSON } = require('./values');
+const { checkOptions, jsonText, parse, RawJSON, camelize, libraryDocument } = require('./values');
+
+// A decision's Step inputs go back to the library as call inputs: kept.
+const DECISION_OPAQUE = new Set(['arguments', 'content', 'item', 'input']);
+const WAIT_CONDITION = { id: true, channel: true, min: true, max: true, timerMs: true };
+
+/** A wait (camelCase object, JSON text, RawJSON, null) as the library's JSON text. */
+function waitText(wait) {
+  if (wait === undefined || wait === null) return null;
+  if (typeof wait === 'string') return wait;
+  if (wait instanceof RawJSON) return wait.text;
+  const w = checkOptions(wait, ['mode', 'conditions'], 'wait');
+  const doc = { ...w };
+  if (Array.isArray(w.conditions)) {
+    doc.conditions = w.conditions.map((c, i) => (c && typeof c === 'object' && !Array.isArray(c)
+      ? libraryDocument(c, WAIT_CONDITION, `wait condition ${i}`) : c));
+  }
+  return JSON.stringify(doc);
+}
+
+// A live event of dispatch(): an Event like the runtime's (camelCase, live).
+function liveEvent(e) {
+  const { Event } = require('./runtime'); // runtime.js requires this module
+  return new Event('', e, true);
+}
 
 /** What a call runs: a Step's WaitFor or Execute, or an RPC. */
 const CallKind = Object.freeze({ WAIT_FOR: 1, EXECUTE: 2, RPC: 3 });
@@ -83,21 +111,26 @@ class Result {
   /** True when status is 0. */
   get ok() { return this.status === 0; }
 
-  /** A WaitFor's wait ({mode, conditions}) or null. */
-  get wait() { return parse(this._wait); }
+  /** A WaitFor's wait ({mode, conditions: [{id, channel, min, max} | {id,
+   * timerMs}]}) or null; evaluateWait() takes it back as it is. */
+  get wait() { return camelize(parse(this._wait)); }
 
-  /** An Execute's or RPC's decision ({next, complete, cancel}) or null. */
-  get decision() { return parse(this._decision); }
+  /** The wait as the library wrote it (JSON text) or null: what a host stores. */
+  get waitText() { return this._wait === undefined ? null : this._wait; }
 
-  /** An RPC's response document or null. */
-  get response() { return parse(this._response); }
+  /** An Execute's or RPC's decision ({next: [{step, input, options}],
+   * complete, cancel}) or null; next[].input is kept as the library wrote it. */
+  get decision() { return camelize(parse(this._decision), DECISION_OPAQUE); }
+
+  /** An RPC's response document (camelCase) or null. */
+  get response() { return camelize(parse(this._response)); }
 
   /** Throws the DexaError subclass of the status unless it is 0. */
   throwIfFailed() { if (!this.ok) throw errorFor(this.status, this.error); }
 
-  /** The whole result as one object (the shape of dexa_result_json(3)). */
+  /** The whole result as one object (the fields of dexa_result_json(3), in camelCase). */
   toJSON() {
-    return { status: this.status, error: this.error, retry_after_ms: this.retryAfterMs,
+    return { status: this.status, error: this.error, retryAfterMs: this.retryAfterMs,
       writes: this.writes.map((w) => ({ key: w.key, value: parse(w.value) })),
       publishes: this.publishes.map((p) => ({ channel: p.channel, value: parse(p.value) })),
       events: this.events.map(parse), wait: this.wait, decision: this.decision,
@@ -111,7 +144,7 @@ function makeHandler(reader, onEvent, failure) {
   return (kind, text, reply) => {
     if (kind === 2) {
       if (onEvent) {
-        try { onEvent(JSON.parse(text)); } catch (e) { failure.error = failure.error || e; }
+        try { onEvent(liveEvent(JSON.parse(text))); } catch (e) { failure.error = failure.error || e; }
       }
       return;
     }
@@ -236,8 +269,8 @@ function checkTime(v, name) {
 class WaitEvaluation {
   constructor(text) {
     const d = JSON.parse(text);
-    /** The answer as the library wrote it (snake_case). */
-    this.document = d;
+    /** The whole answer (camelCase). */
+    this.document = camelize(d);
     /** True when Execute may run now, with the messages of `consume`. */
     this.ready = d.ready;
     /** The ids of the timer conditions that fired. */
@@ -283,9 +316,9 @@ function evaluateWait(wait, state) {
   if (s.fired !== undefined && s.fired !== null && !Array.isArray(s.fired)) {
     throw new TypeError('fired must be an array of timer condition ids');
   }
-  const waitText = typeof wait === 'string' ? wait : jsonText(wait);
+  const text0 = waitText(wait);
   const counts = channelCountsText(s.channelCounts, wait instanceof RawJSON ? wait.text : wait);
-  const text = rethrow(() => native().waitEvaluate(waitText, nowMs, startedMs,
+  const text = rethrow(() => native().waitEvaluate(text0, nowMs, startedMs,
     s.fired === undefined || s.fired === null ? null : JSON.stringify(s.fired), counts));
   return new WaitEvaluation(text);
 }

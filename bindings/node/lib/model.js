@@ -12,7 +12,7 @@ const { checkOptions, checkInt, camelize } = require('./values');
 
 // Reply operations of src/model.c (enum R_*).
 const R = { ITEM: 1, TEXT: 2, REASONING: 3, TOOL_CALL: 4, POLICY: 5, USAGE: 6, FINISH: 7,
-  STATE: 8, ENTRY: 9, ERROR: 10 };
+  STATE: 8, ENTRY: 9, ERROR: 10, RAN: 11 };
 const EFFECTS = { read: 1, idempotent_write: 2, write: 3 };
 const DELTA = { text: 1, reasoning: 2 };
 const FINISH_REASONS = ['stop', 'tool_calls', 'length', 'content_filter', 'refusal', 'other'];
@@ -88,7 +88,7 @@ function itemOps(ops, it, where) {
 }
 
 const REPLY_KEYS = ['items', 'item', 'text', 'reasoning', 'toolCalls', 'usage', 'finishReason',
-  'providerFinishReason', 'state', 'stateEntries'];
+  'providerFinishReason', 'state', 'stateEntries', 'frameworkToolCalls'];
 
 /** A reply object as the addon's reply operations. */
 function replyOps(reply, where) {
@@ -122,6 +122,16 @@ function replyOps(reply, where) {
   }
   if (r.state !== undefined) ops.push([R.STATE, r.state === null ? null : JSON.stringify(r.state)]);
   for (const e of r.stateEntries || []) ops.push([R.ENTRY, JSON.stringify(e)]);
+  // tools the framework ran itself inside the segment: segment_tool_call events, at least once
+  for (const c of r.frameworkToolCalls || []) {
+    if (!c || typeof c.callId !== 'string' || typeof c.name !== 'string') {
+      throw new TypeError(`${where}: a framework tool call needs callId and name`);
+    }
+    const output = c.output === undefined || c.output === null ? ''
+      : typeof c.output === 'string' ? c.output : JSON.stringify(c.output);
+    ops.push([R.RAN, JSON.stringify({ call_id: c.callId, name: c.name,
+      arguments: c.arguments === undefined ? {} : c.arguments, status: c.status || 'ok', output })]);
+  }
   return ops;
 }
 

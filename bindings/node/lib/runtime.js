@@ -56,8 +56,8 @@ class Runtime {
     const made = rethrow(() => native().runtimeNew(agent.handle, libOptions));
     this.handle = made.handle;
     /** The dexa_runtime_options this runtime was made with, read back from
-     * the struct given to the library (snake_case field names). */
-    this.libraryOptions = made.options;
+     * the struct given to the library (its fields in camelCase). */
+    this.libraryOptions = camelize(made.options);
     this._closing = null;
     this._running = false; // worker threads started
     this._unref = false;
@@ -115,12 +115,14 @@ class Runtime {
     return doc ? doc.session_id : o.sessionId;
   }
 
-  /** Runs a session RPC; resolves to its response as the library wrote it. */
-  call(sessionId, rpc, payload = {}) {
-    return this._op(OP.CALL, sessionId, rpc, JSON.stringify(payload));
+  /** Runs a session RPC by name; payload is the RPC's input document
+   * (dexagents-flow(7), as a dispatch call's input); resolves to its
+   * response in camelCase, as the typed methods below do. */
+  async call(sessionId, rpc, payload = {}) {
+    return camelize(await this._op(OP.CALL, sessionId, rpc, JSON.stringify(payload)));
   }
 
-  async _rpc(sessionId, rpc, payload) { return camelize(await this.call(sessionId, rpc, payload)); }
+  _rpc(sessionId, rpc, payload) { return this.call(sessionId, rpc, payload); }
 
   /** Sends a user message: {messageId, queued}. */
   send(sessionId, text, options = {}) {
@@ -290,7 +292,7 @@ class Runtime {
  * diagnostics: what reaches the library). */
 function runtimeOptions(options = {}) {
   const { workers, ...rest } = checkOptions(options, RUNTIME_OPTIONS, 'runtimeOptions');
-  return rethrow(() => native().runtimeOptions(rest));
+  return camelize(rethrow(() => native().runtimeOptions(rest)));
 }
 
 module.exports = { Runtime, Event, runtimeOptions };

@@ -30,17 +30,36 @@ function checkString(value, name) {
 }
 
 const camel = (k) => k.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
+const snake = (k) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 // User data inside the library's documents: kept as it is.
 const OPAQUE = new Set(['arguments', 'content', 'item']);
 
 /** A deep copy of a library document with camelCase keys; tool arguments,
- * structured tool results and provider items are left as they are. */
-function camelize(v) {
-  if (Array.isArray(v)) return v.map(camelize);
+ * structured tool results and provider items (and the keys of `opaque`)
+ * are left as they are. */
+function camelize(v, opaque = OPAQUE) {
+  if (Array.isArray(v)) return v.map((x) => camelize(x, opaque));
   if (v === null || typeof v !== 'object') return v;
   const o = {};
-  for (const [k, x] of Object.entries(v)) o[camel(k)] = OPAQUE.has(k) ? x : camelize(x);
+  for (const [k, x] of Object.entries(v)) o[camel(k)] = opaque.has(k) ? x : camelize(x, opaque);
   return o;
+}
+
+/** camelCase options as the library's snake_case document. spec maps each
+ * known camelCase key to true (the value is kept as it is: a string, a
+ * number, an array, or a map of the user's own names such as headers) or
+ * to the spec of a nested object. Any other key (a snake_case one too)
+ * throws UnknownKeyError, naming the known ones. */
+function libraryDocument(options, spec, where) {
+  const o = checkOptions(options, Object.keys(spec), where);
+  const out = {};
+  for (const [k, v] of Object.entries(o)) {
+    if (v === undefined) continue;
+    const s = spec[k];
+    out[snake(k)] = typeof s === 'object' && v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? libraryDocument(v, s, `${where}: ${k}`) : v;
+  }
+  return out;
 }
 
 /** JSON text passed to the library unchanged (no re-encoding). */
@@ -60,4 +79,5 @@ function jsonText(v) {
 
 const parse = (text) => (text === null || text === undefined || text === '' ? null : JSON.parse(text));
 
-module.exports = { checkOptions, checkInt, checkString, camelize, RawJSON, jsonText, parse };
+module.exports = { checkOptions, checkInt, checkString, camelize, camel, snake, libraryDocument,
+  RawJSON, jsonText, parse };

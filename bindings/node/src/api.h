@@ -45,7 +45,7 @@
   X(dexa_model_reply_set_tool_policy) X(dexa_model_usage_init)                           \
   X(dexa_model_reply_set_token_usage) X(dexa_model_reply_set_finish_reason)              \
   X(dexa_model_reply_set_harness_state) X(dexa_model_reply_add_harness_entry)            \
-  X(dexa_model_reply_set_error)
+  X(dexa_model_reply_add_framework_tool_call) X(dexa_model_reply_set_error)
 
 /* One typed pointer per function, named like it. */
 typedef struct dexa_api {

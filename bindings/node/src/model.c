@@ -60,7 +60,8 @@ enum {
   R_FINISH = 7,
   R_STATE = 8,
   R_ENTRY = 9,
-  R_ERROR = 10
+  R_ERROR = 10,
+  R_RAN = 11
 };
 
 typedef struct reply_op {
@@ -281,8 +282,9 @@ static void drop_ops(model_call *c, call_op *ops) {
 
 static const char *op_name(int code) {
   static const char *const names[] = {"?", "item", "text", "reasoning", "tool call", "tool policy",
-                                      "usage", "finish reason", "state", "state entry", "error"};
-  return code > 0 && code <= R_ERROR ? names[code] : "?";
+                                      "usage", "finish reason", "state", "state entry", "error",
+                                      "framework tool call"};
+  return code > 0 && code <= R_RAN ? names[code] : "?";
 }
 
 static int apply_one(const reply_op *o, dexa_model_reply *reply) {
@@ -308,6 +310,7 @@ static int apply_one(const reply_op *o, dexa_model_reply *reply) {
   case R_FINISH: return lib.dexa_model_reply_set_finish_reason(reply, o->s[0], o->s[1]);
   case R_STATE: return lib.dexa_model_reply_set_harness_state(reply, o->s[0], o->s[0] ? o->n[0] : 0);
   case R_ENTRY: return lib.dexa_model_reply_add_harness_entry(reply, o->s[0], o->n[0]);
+  case R_RAN: return lib.dexa_model_reply_add_framework_tool_call(reply, o->s[0], o->n[0]);
   case R_ERROR:
     return lib.dexa_model_reply_set_error(reply, o->s[0] ? o->s[0] : "", (int64_t)o->num[0]);
   default: return DEXA_E_INVALID_ARG;

@@ -2,7 +2,7 @@
 builds its wheel and sdist.
 
 The package is pure Python (cffi in ABI mode opens libdexagents.so.1 at run
-time), so a wheel is only a zip of the package with its metadata. This
+time, or the standard library's ctypes where cffi is missing), so a wheel is only a zip of the package with its metadata. This
 backend writes it with the standard library alone: pyproject.toml names it
 with ``backend-path`` and ``requires = []``, so ``pip install`` of the sdist
 or of the source directory needs nothing from the network, on any Python
@@ -34,9 +34,13 @@ from typing import Dict, List, Optional, Tuple
 
 NAME = "dexagents"
 SUMMARY = ("Durable AI-agent sessions: Python bindings of libdexagents "
-           "(cffi in ABI mode, nothing compiled)")
+           "(cffi in ABI mode or ctypes, nothing compiled)")
 REQUIRES_PYTHON = ">=3.9"
-REQUIRES_DIST = ["cffi>=1.15"]
+# cffi is optional: the package runs on ctypes without it (dexagents._ctffi),
+# so a plain venv installs it with no network. `pip install dexagents[cffi]`
+# asks for cffi, the primary backend, when an index can provide it.
+EXTRAS = ["cffi"]
+REQUIRES_DIST = ['cffi>=1.15; extra == "cffi"']
 CLASSIFIERS = [
     "Programming Language :: Python :: 3",
     "Operating System :: POSIX :: Linux",
@@ -84,6 +88,7 @@ def metadata() -> str:
     lines = ["Metadata-Version: 2.1", "Name: " + NAME, "Version: " + version(),
              "Summary: " + SUMMARY, "Requires-Python: " + REQUIRES_PYTHON]
     lines += ["Classifier: " + c for c in CLASSIFIERS]
+    lines += ["Provides-Extra: " + e for e in EXTRAS]
     lines += ["Requires-Dist: " + r for r in REQUIRES_DIST]
     lines.append("Description-Content-Type: text/markdown")
     return "\n".join(lines) + "\n\n" + _readme()

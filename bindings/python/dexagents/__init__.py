@@ -1,7 +1,8 @@
 """Durable AI-agent sessions for Python: the bindings of libdexagents.
 
-cffi in ABI mode over the C library ``libdexagents.so.1``: nothing is
-compiled at install time. The library is loaded on first use (see
+cffi in ABI mode over the C library ``libdexagents.so.1`` (or, on a Python
+without cffi, the standard library's ctypes: the package has no required
+dependency): nothing is compiled at install time. The library is loaded on first use (see
 :mod:`dexagents._native` for where it is looked for; a missing library raises
 :class:`LibraryNotFoundError` saying how to fix it).
 

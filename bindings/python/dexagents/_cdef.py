@@ -96,6 +96,7 @@ int dexa_model_request_call_tool(const dexa_model_request *request, const char *
                                  size_t arguments_len, char **out, size_t *out_len);
 int dexa_model_reply_set_harness_state(dexa_model_reply *reply, const char *json, size_t len);
 int dexa_model_reply_add_harness_entry(dexa_model_reply *reply, const char *json, size_t len);
+int dexa_model_reply_add_framework_tool_call(dexa_model_reply *reply, const char *json, size_t len);
 int dexa_model_reply_set_tool_policy(dexa_model_reply *reply, const char *call_id, int effect,
                                      int approval);
 
@@ -254,6 +255,11 @@ typedef struct dexa_runtime_options {
   int64_t session_cache_bytes;
   dexa_log_fn log;
   void *log_user_data;
+  void *on_span_start; /* dexa_span_fn: not used from Python */
+  void *on_span_end;
+  void *trace_user_data;
+  int32_t otlp_exporter_off;
+  int32_t reserved1;
   int64_t session_idle_timeout_ms;
   int64_t session_retention_ms;
   int64_t sweep_interval_ms;

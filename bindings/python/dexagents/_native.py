@@ -1,4 +1,5 @@
-"""Finding and loading libdexagents.so.1 (cffi in ABI mode), and the small
+"""Finding and loading libdexagents.so.1 (cffi in ABI mode, or the ctypes
+fallback of :mod:`dexagents._ctffi` on a Python without cffi), and the small
 conversions every module shares.
 
 The library is opened on first use, not at import, so ``import dexagents``
@@ -25,13 +26,28 @@ import sys
 import threading
 from typing import Any, List, Optional
 
-try:
-    from cffi import FFI
-except ImportError as _e:  # pragma: no cover - depends on the interpreter
-    raise ImportError(
-        "dexagents needs the cffi package (>= 1.15), which this Python (%s) lacks. "
-        "Install it with `python -m pip install cffi`, or on Debian/Ubuntu with "
-        "`apt install python3-cffi` (for the system python3)." % sys.executable) from _e
+#: Which foreign-function backend is in use: "cffi" (the primary one, when
+#: the cffi package can be imported) or "ctypes" (the standard library's,
+#: through dexagents._ctffi: no dependency at all). DEXAGENTS_FFI=ctypes
+#: forces the fallback; DEXAGENTS_FFI=cffi insists on cffi.
+BACKEND = ""
+_want = os.environ.get("DEXAGENTS_FFI", "").strip().lower()
+if _want not in ("", "cffi", "ctypes"):
+    raise ImportError("DEXAGENTS_FFI=%s: expected cffi or ctypes" % _want)
+if _want != "ctypes":
+    try:
+        from cffi import FFI  # type: ignore[import]
+        BACKEND = "cffi"
+    except ImportError as _e:  # pragma: no cover - depends on the interpreter
+        if _want == "cffi":
+            raise ImportError(
+                "DEXAGENTS_FFI=cffi, but this Python (%s) has no cffi package (>= 1.15). "
+                "Install it with `python -m pip install cffi` (or `pip install dexagents[cffi]`), "
+                "on Debian/Ubuntu `apt install python3-cffi`, or unset DEXAGENTS_FFI to use "
+                "the ctypes backend." % sys.executable) from _e
+if not BACKEND:
+    from ._ctffi import FFI  # type: ignore[assignment]
+    BACKEND = "ctypes"
 
 from ._cdef import CDEF
 
@@ -163,7 +179,7 @@ class _LazyLib:
         return value
 
 
-#: The C library (cffi ABI-mode handle), opened on first attribute access.
+#: The C library (a cffi ABI-mode or ctypes handle), opened on first attribute access.
 lib: Any = _LazyLib()
 
 

@@ -31,6 +31,9 @@ class Model:
     def __init__(self, handle: Any) -> None:
         """Wraps a ``dexa_model *`` the caller owns (freed with the object)."""
         self._h = ffi.gc(handle, lib.dexa_model_free)
+        #: A model written in Python: its host object and what keeps it alive.
+        self._host: Any = None
+        self._keep: Any = None
 
     @classmethod
     def demo(cls, name: str = "mock/dex") -> "Model":

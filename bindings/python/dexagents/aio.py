@@ -36,6 +36,7 @@ async def run_blocking(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             fut.set_exception(value)
 
     def run() -> None:
+        value: Any
         try:
             value = fn(*args, **kwargs)
         except BaseException as e:  # noqa: BLE001 - handed to the awaiting task

@@ -83,7 +83,10 @@ class ModelReply:
     ``{"type": "message", "role": "assistant", ...}``. ``finish_reason`` is
     one of stop, tool_calls, length, content_filter, refusal, other. A
     harness sets its ``state`` (any JSON value; None drops it; left unset it
-    stays) and appends ``state_entries``."""
+    stays) and appends ``state_entries``. ``framework_tool_calls`` are the
+    tools the framework ran itself inside the segment (dicts with call_id,
+    name, arguments, status, output): each a segment_tool_call event with
+    ran_by "framework" when the segment commits, at least once."""
 
     items: Optional[Sequence[ReplyItem]] = None
     text: str = ""
@@ -94,6 +97,7 @@ class ModelReply:
     provider_finish_reason: Optional[str] = None
     state: Any = _UNSET
     state_entries: Sequence[Any] = ()
+    framework_tool_calls: Sequence[Dict[str, Any]] = ()
 
 
 class _Call:
@@ -326,6 +330,16 @@ def _apply(r: Any, reply: Union[ModelReply, Mapping[str, Any]]) -> None:
     for e in reply.state_entries:
         t = enc(json.dumps(e))
         _check(lib.dexa_model_reply_add_harness_entry(r, t, len(t)), "state entry")
+    for c in reply.framework_tool_calls:
+        out = c.get("output", "")
+        if out is None:
+            out = ""
+        elif not isinstance(out, str):
+            out = json.dumps(out)
+        t = enc(json.dumps({"call_id": c["call_id"], "name": c["name"],
+                            "arguments": c.get("arguments", {}),
+                            "status": c.get("status", "ok"), "output": out}))
+        _check(lib.dexa_model_reply_add_framework_tool_call(r, t, len(t)), "framework tool call")
 
 
 async def _with_stop(coro: Any, call: _Call) -> Any:

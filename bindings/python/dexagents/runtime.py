@@ -207,7 +207,8 @@ class Runtime:
         t.join(timeout)
         if t.is_alive():
             raise TimedOutError(DEXA_E_TIMEOUT, "the runtime did not close within %gs: a Step "
-                                "(a tool) is still running; it closes in the background" % timeout)
+                                "(a tool) is still running; it closes in the background"
+                                % (timeout or 0))
 
     def __enter__(self) -> "Runtime":
         return self
