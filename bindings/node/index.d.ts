@@ -44,7 +44,7 @@ export type DexaErrorCode =
   | 'DEXA_E_UNKNOWN_RPC' | 'DEXA_E_NOT_FOUND' | 'DEXA_E_EMPTY_MESSAGE' | 'DEXA_E_BAD_STATE'
   | 'DEXA_E_UNKNOWN_KEY' | 'DEXA_E_INVALID_RESUME_TOKEN' | 'DEXA_E_STALE_REVISION'
   | 'DEXA_E_TOO_LARGE' | 'DEXA_E_REENTRANT' | 'DEXA_E_ALREADY_EXISTS' | 'DEXA_E_UNSUPPORTED'
-  | 'DEXA_E_NOT_PENDING' | 'DEXA_E_TRANSIENT' | 'DEXA_E_TIMEOUT' | 'DEXA_E_BUSY' | 'DEXA_E_IO'
+  | 'DEXA_E_NOT_PENDING' | 'DEXA_E_SESSION_ENDED' | 'DEXA_E_TRANSIENT' | 'DEXA_E_TIMEOUT' | 'DEXA_E_BUSY' | 'DEXA_E_IO'
   | 'DEXA_E_RATE_LIMITED' | 'DEXA_E_PERMANENT' | 'DEXA_E_MODEL' | 'DEXA_E_TOOL'
   | 'DEXA_E_STATE_LIMIT' | 'DEXA_E_CALLBACK_FAILED' | 'DEXA_E_CORRUPT' | 'DEXA_E_AUTH'
   | 'DEXA_E_NOMEM' | 'DEXA_E_INTERNAL';
@@ -123,6 +123,8 @@ export declare class AlreadyExistsError extends UsageError {}
 export declare class UnsupportedError extends UsageError {}
 /** DEXA_E_NOT_PENDING: a decision or answer for a call that is not waiting for one. */
 export declare class NotPendingError extends UsageError {}
+/** DEXA_E_SESSION_ENDED: the session has ended (end_session or the idle timeout); it takes no more changes. */
+export declare class SessionEndedError extends UsageError {}
 /** DEXA_E_TIMEOUT: the operation ran out of time. */
 export declare class TimedOutError extends TransientError {}
 /** DEXA_E_BUSY: the store or a lock is busy. */
@@ -563,6 +565,12 @@ export interface RuntimeOptions {
   eventsRetained?: number;
   /** Memory of the session cache (default 64 MiB; 0 turns it off). */
   sessionCacheBytes?: number;
+  /** A session idle this long is ended (default 30 days; 0 never). */
+  sessionIdleTimeoutMs?: number;
+  /** How long an ended session stays readable before the sweep deletes it (default 7 days; 0 forever). */
+  sessionRetentionMs?: number;
+  /** How often worker threads sweep (default 60000; 0: never by themselves). */
+  sweepIntervalMs?: number;
 }
 
 /** The dexa_runtime_options a runtime was made with, read back. */
@@ -573,6 +581,9 @@ export interface LibraryRuntimeOptions {
   leaseMs: number;
   eventsRetained: number;
   sessionCacheBytes: number;
+  sessionIdleTimeoutMs: number;
+  sessionRetentionMs: number;
+  sweepIntervalMs: number;
 }
 
 /** The dexa_runtime_options that `options` make, read back (what reaches the library). */
@@ -757,6 +768,9 @@ export declare class Runtime implements AsyncDisposable {
   stopTurn(sessionId: string): Promise<Record<string, unknown>>;
   /** The same as stopTurn. */
   cancelTurn(sessionId: string): Promise<Record<string, unknown>>;
+  /** Ends the session for good (end_session): running Steps are cancelled, waits end; later
+   * changes fail with SessionEndedError, reads answer until the retention passes. */
+  endSession(sessionId: string, reason?: string): Promise<Record<string, unknown>>;
   /** Approves a call waiting for approval. */
   approve(sessionId: string, callId: string, note?: string): Promise<Record<string, unknown>>;
   /** Rejects a call waiting for approval; the note is the model's result. */
@@ -1053,6 +1067,7 @@ export declare const BUILTIN_ALL: 7;
 /** -114 */ export declare const DEXA_E_ALREADY_EXISTS: number;
 /** -115 */ export declare const DEXA_E_UNSUPPORTED: number;
 /** -116 */ export declare const DEXA_E_NOT_PENDING: number;
+/** -117 */ export declare const DEXA_E_SESSION_ENDED: number;
 /** -201 */ export declare const DEXA_E_TRANSIENT: number;
 /** -202 */ export declare const DEXA_E_TIMEOUT: number;
 /** -203 */ export declare const DEXA_E_BUSY: number;

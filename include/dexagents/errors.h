@@ -34,6 +34,7 @@ typedef enum dexa_status {
   DEXA_E_ALREADY_EXISTS = -114,     /* a session id that is taken */
   DEXA_E_UNSUPPORTED = -115,        /* a feature this build or store does not have */
   DEXA_E_NOT_PENDING = -116,        /* a decision or answer for something not waiting */
+  DEXA_E_SESSION_ENDED = -117,      /* the session has ended: it takes no more changes (1.1) */
 
   /* transient */
   DEXA_E_TRANSIENT = -201,          /* a failure that may pass (model 5xx, reset) */

@@ -90,6 +90,20 @@ typedef struct dexa_runtime_options {
    * 1: never. A struct_size without it reads as 0. */
   int32_t otlp_exporter_off;
   int32_t reserved1;
+  /* Session lifetime (appended in 1.1; see dexagents(7), SESSION
+   * LIFETIME). A session with no activity (no RPC that changes it, no
+   * Step) for session_idle_timeout_ms is ended by the runtime's sweep, as
+   * end_session with reason "idle_timeout" would; 0 never ends one.
+   * Default 30 days (2592000000), as in Dex. */
+  int64_t session_idle_timeout_ms;
+  /* How long an ended (or completed, or failed) session stays readable;
+   * then the sweep deletes every row of it, in bounded batches, and reads
+   * say it is no longer retained (DEXA_E_NOT_FOUND). 0 keeps ended
+   * sessions forever. Default 7 days (604800000). */
+  int64_t session_retention_ms;
+  /* How often worker threads (and dexa_runtime_run_ready, poll) run the
+   * sweep; 0: only dexa_runtime_sweep runs it. Default 60000. */
+  int64_t sweep_interval_ms;
 } dexa_runtime_options;
 
 DEXA_EXTERN int dexa_runtime_options_init(dexa_runtime_options *options, size_t struct_size);
@@ -128,7 +142,9 @@ DEXA_EXTERN int dexa_runtime_start_session(dexa_runtime *runtime, const char *se
  * applies its effects atomically; *out receives the response document (or
  * an error document). RPCs: "send_message" {"text":..}, "snapshot" {},
  * and the others of dexagents(7). Returns DEXA_OK or the RPC's error code
- * (DEXA_E_NOT_FOUND for an unknown session, DEXA_E_UNKNOWN_RPC, ...). */
+ * (DEXA_E_NOT_FOUND for an unknown session or one no longer retained,
+ * DEXA_E_SESSION_ENDED for a change to an ended session,
+ * DEXA_E_UNKNOWN_RPC, ...). */
 DEXA_EXTERN int dexa_runtime_call(dexa_runtime *runtime, const char *session_id, const char *rpc,
                                   const char *input_json, size_t input_len,
                                   char **out, size_t *out_len);
@@ -148,6 +164,28 @@ DEXA_EXTERN int dexa_runtime_list_sessions(dexa_runtime *runtime, const char *af
 DEXA_EXTERN int dexa_runtime_read_events(dexa_runtime *runtime, const char *session_id,
                                          const char *resume_token, int32_t max_events,
                                          int64_t timeout_ms, char **out, size_t *out_len);
+
+/* Ends the session for good: the end_session RPC with {"reason":reason}
+ * (reason NULL: "end_session"). Running Steps are cancelled (a running
+ * model or tool call is told to end early), waits end, the session_ended
+ * event is appended; every later RPC that would change the session gets
+ * DEXA_E_SESSION_ENDED, while snapshot, list_agent_messages and
+ * dexa_runtime_read_events answer until session_retention_ms has passed.
+ * *out as for dexa_runtime_call: {"ended":true,"at":..,"reason":".."}.
+ * Returns DEXA_OK, DEXA_E_NOT_FOUND, DEXA_E_SESSION_ENDED (ended already),
+ * DEXA_E_INVALID_ARG, DEXA_E_IO. */
+DEXA_EXTERN int dexa_runtime_end_session(dexa_runtime *runtime, const char *session_id,
+                                         const char *reason, char **out, size_t *out_len);
+
+/* Runs one bounded round of the lifetime sweep now, on the calling thread:
+ * ends sessions idle past session_idle_timeout_ms, then deletes sessions
+ * closed for longer than session_retention_ms, at most a few thousand rows
+ * in transactions of a bounded size. *out (optional, free with dexa_free):
+ * {"ended":n,"deleted_sessions":n,"deleted_rows":n,"more":bool}, "more"
+ * true when work was left for the next round. Worker threads run it every
+ * sweep_interval_ms by themselves. Returns DEXA_OK, DEXA_E_BUSY (another
+ * thread is sweeping), DEXA_E_IO. */
+DEXA_EXTERN int dexa_runtime_sweep(dexa_runtime *runtime, char **out, size_t *out_len);
 
 /* ---- running Steps ---------------------------------------------------- */
 

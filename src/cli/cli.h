@@ -172,6 +172,7 @@ int cmd_decide(int argc, char **argv); /* approve, reject */
 int cmd_answer(int argc, char **argv);
 int cmd_queue_op(int argc, char **argv); /* steer, delete */
 int cmd_stop(int argc, char **argv);
+int cmd_end(int argc, char **argv);
 int cmd_execute_plan(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_serve(int argc, char **argv);

@@ -57,6 +57,10 @@ static const command COMMANDS[] = {
     {"stop", cmd_stop,
      "usage: dexagents stop ID [--wait] [--timeout SECONDS]\n"
      "Stops the running turn (cancel_turn).\n"},
+    {"end", cmd_end,
+     "usage: dexagents end ID [--reason TEXT]\n"
+     "Ends the session for good (end_session): running Steps are cancelled, waits end, and\n"
+     "later changes are refused; it stays readable until its retention passes.\n"},
     {"execute-plan", cmd_execute_plan,
      "usage: dexagents execute-plan ID [--revision N] [--wait] [--timeout SECONDS]\n"
      "Runs the reviewed plan (its current revision without --revision).\n"},

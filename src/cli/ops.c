@@ -1,5 +1,5 @@
 /* The session operations: send, approve, reject, answer, steer, delete,
- * stop, execute-plan. Each is one RPC, applied atomically by the runtime;
+ * stop, end, execute-plan. Each is one RPC, applied atomically by the runtime;
  * a worker (dexagents worker, serve, chat) runs the Steps it makes ready,
  * or this process with --wait until the session is idle. */
 #include <stdlib.h>
@@ -240,6 +240,20 @@ int cmd_stop(int argc, char **argv) {
   int rc = parse(&o, argc, argv, NULL, pos, 1, &npos, 1);
   if (rc != CLI_OK) return rc;
   if ((rc = op_open(&o)) == CLI_OK) rc = run(&o, "cancel_turn", cJSON_CreateObject(), "stopped the turn");
+  return op_close(&o, rc);
+}
+
+int cmd_end(int argc, char **argv) {
+  op o;
+  int npos;
+  const char *pos[1], *reason = NULL;
+  const cli_opt own[] = {{"--reason", 1, &reason, NULL}, {NULL, 0, NULL, NULL}};
+  int rc = parse(&o, argc, argv, own, pos, 1, &npos, 1);
+  if (rc != CLI_OK) return rc;
+  cJSON *in = cJSON_CreateObject();
+  if (reason) cJSON_AddStringToObject(in, "reason", reason);
+  if ((rc = op_open(&o)) == CLI_OK) rc = run(&o, "end_session", in, "ended the session");
+  else cJSON_Delete(in);
   return op_close(&o, rc);
 }
 

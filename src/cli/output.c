@@ -12,6 +12,7 @@ int cli_exit_code(int rc) {
   case DEXA_E_NOT_FOUND: return CLI_NOT_FOUND;
   case DEXA_E_BAD_STATE:
   case DEXA_E_NOT_PENDING:
+  case DEXA_E_SESSION_ENDED:
   case DEXA_E_STALE_REVISION:
   case DEXA_E_EMPTY_MESSAGE:
   case DEXA_E_ALREADY_EXISTS:

@@ -90,6 +90,9 @@ int dexa__turn_is_running(dexa__ctx *c, int64_t turn, dexa__turn *t, int *rc);
 
 /* DEXA_OK when the session exists, else fails the result with NOT_FOUND. */
 int dexa__require_session(dexa__ctx *c);
+/* DEXA_OK while the session has not ended (AgentSessionEnd absent), else
+ * fails the result with DEXA_E_SESSION_ENDED. */
+int dexa__require_not_ended(dexa__ctx *c);
 
 /* dexa__call_cancelled (flow/call.h): 1 when the host says the running
  * Step's turn was stopped (dexa_call.cancelled, appended in 1.1). */
@@ -176,6 +179,7 @@ int dexa__rpc_resolve_approval(dexa__ctx *c);
 int dexa__rpc_answer_question(dexa__ctx *c);
 int dexa__rpc_execute_plan(dexa__ctx *c);
 int dexa__rpc_list_agent_messages(dexa__ctx *c);
+int dexa__rpc_end_session(dexa__ctx *c);
 
 /* Tool results (tool_results.c): stores the result message of a call at its
  * reserved seq, publishes it to the turn's join channel and emits events. */

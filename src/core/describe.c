@@ -62,7 +62,8 @@ DEXA_EXTERN int dexa_flow_describe(char **out, size_t *out_len, const dexa_agent
                  "\",\"" ATTR_QUEUE_STATE "\",\"" ATTR_MESSAGES "\",\"" ATTR_MESSAGE_CHUNKS
                  "\",\"" ATTR_QUEUED_MESSAGES "\",\"" ATTR_PLAN "\",\"" ATTR_TURN_CONTROL
                  "\",\"" ATTR_PENDING_CALLS "\",\"" ATTR_CONTEXT_SUMMARY "\",\"" ATTR_USAGE
-                 "\",\"" ATTR_HARNESS "\",\"" ATTR_HARNESS_STATE "\",\"" ATTR_HARNESS_ENTRIES "\"]"
+                 "\",\"" ATTR_HARNESS "\",\"" ATTR_HARNESS_STATE "\",\"" ATTR_HARNESS_ENTRIES
+                 "\",\"" ATTR_SESSION_END "\"]"
                  ",\"channels\":[\"" CHAN_USER_MESSAGE_SIGNALS "\",\"" CHAN_TOOL_RESULTS
                  "\",\"" CHAN_TOOL_DECISIONS "\"]"
                  ",\"streams\":[\"" STREAM_EVENTS "\"],\"transitions\":");

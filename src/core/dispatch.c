@@ -75,7 +75,9 @@ static dexa__handler route(dexa__ctx *c) {
   if (call->kind == DEXA_CALL_RPC) {
     const dexa__rpc_def *r = dexa__flow_find_rpc(call->name);
     if (!r) dexa__result_failf(c->result, DEXA_E_UNKNOWN_RPC, "unknown RPC \"%.100s\"", call->name);
-    return r && dexa__rpc_input_check(c, r->name, r->fields) == DEXA_OK ? r->handler : NULL;
+    if (!r || dexa__rpc_input_check(c, r->name, r->fields) != DEXA_OK) return NULL;
+    /* An ended session changes no more: only its reads still answer. */
+    return r->read_only || dexa__require_not_ended(c) == DEXA_OK ? r->handler : NULL;
   }
   const dexa__step_def *s = dexa__flow_find_step(call->name);
   if (!s) {

@@ -27,6 +27,7 @@ static const char *const message_fields[] = {"message_id", NULL};
 static const char *const approval_fields[] = {"call_id", "decision", "note", NULL};
 static const char *const answer_fields[] = {"call_id", "answer", "action", "fields", NULL};
 static const char *const plan_fields[] = {"revision", NULL};
+static const char *const end_fields[] = {"reason", NULL};
 
 static const dexa__rpc_def rpcs[] = {
   {RPC_SEND_MESSAGE, dexa__rpc_send_message, 0, 0, send_fields},
@@ -40,6 +41,8 @@ static const dexa__rpc_def rpcs[] = {
   {RPC_RESOLVE_APPROVAL, dexa__rpc_resolve_approval, 0, 0, approval_fields},
   {RPC_ANSWER_QUESTION, dexa__rpc_answer_question, 0, 0, answer_fields},
   {RPC_EXECUTE_PLAN, dexa__rpc_execute_plan, 0, 0, plan_fields},
+  /* Ends the session for good: running calls are told to end early. */
+  {RPC_END_SESSION, dexa__rpc_end_session, 0, 1, end_fields},
 };
 
 const dexa__step_def *dexa__flow_steps(size_t *count) {

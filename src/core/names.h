@@ -36,6 +36,7 @@
 #define ATTR_HARNESS_STATE "AgentHarnessState" /* the framework's own state */
 #define ATTR_HARNESS_ENTRIES "AgentHarnessStateEntries/" /* + 20-digit n: appended state */
 #define ATTR_USAGE "AgentUsage"
+#define ATTR_SESSION_END "AgentSessionEnd" /* {"at","reason"}: the session has ended */
 
 /* Channels */
 #define CHAN_USER_MESSAGE_SIGNALS "UserMessageSignals"
@@ -55,6 +56,7 @@
 #define RPC_ANSWER_QUESTION "answer_question"
 #define RPC_EXECUTE_PLAN "execute_plan"
 #define RPC_LIST_MESSAGES "list_agent_messages"
+#define RPC_END_SESSION "end_session"
 
 /* Built-in tools and the tool source name their calls carry */
 #define TOOL_ASK_USER "ask_user"

@@ -113,6 +113,7 @@ int dexa__rpc_snapshot(dexa__ctx *c) {
   if (rc == DEXA_OK) rc = put_attr(c, &b, "control", ATTR_TURN_CONTROL);
   if (rc == DEXA_OK) rc = put_attr(c, &b, "summary", ATTR_CONTEXT_SUMMARY);
   if (rc == DEXA_OK) rc = put_attr(c, &b, "usage", ATTR_USAGE);
+  if (rc == DEXA_OK) rc = put_attr(c, &b, "ended", ATTR_SESSION_END);
   dexa__buf_putc(&b, '}');
   if (rc == DEXA_OK) rc = b.oom ? DEXA_E_NOMEM : dexa__result_set_response(c->result, b.data, b.len);
   dexa__buf_free(&b);

@@ -5,6 +5,7 @@
 
 #include "core/core.h"
 #include "util/decimal.h"
+#include "util/json_span.h"
 
 static int64_t get_i64(const cJSON *o, const char *name, int64_t dflt) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
@@ -131,4 +132,22 @@ int dexa__require_session(dexa__ctx *c) {
     return dexa__result_failf(c->result, DEXA_E_NOT_FOUND, "no session \"%.100s\"",
                               c->call->session_id);
   return rc;
+}
+
+int dexa__require_not_ended(dexa__ctx *c) {
+  const char *v;
+  size_t n;
+  int rc = dexa__attr_get(c, ATTR_SESSION_END, &v, &n);
+  if (rc == DEXA_E_NOT_FOUND) return DEXA_OK;
+  if (rc != DEXA_OK) return rc;
+  int64_t at = 0;
+  const char *reason = NULL;
+  size_t rlen = 0;
+  (void)dexa__json_get_i64(v, n, "at", &at);
+  if (dexa__json_get(v, n, "reason", &reason, &rlen) != 0 || rlen < 2 || reason[0] != '"') reason = NULL;
+  return dexa__result_failf(c->result, DEXA_E_SESSION_ENDED,
+                            "session \"%.100s\" has ended (at %lld ms, reason %.*s): it takes no "
+                            "more messages or decisions; start a new session",
+                            c->call->session_id, (long long)at, reason ? (int)(rlen < 80 ? rlen : 80) : 6,
+                            reason ? reason : "\"none\"");
 }

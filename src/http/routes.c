@@ -316,6 +316,7 @@ unsigned dexa__http_status_of(int rc) {
   case DEXA_E_STALE_REVISION:
   case DEXA_E_ALREADY_EXISTS:
   case DEXA_E_NOT_PENDING:
+  case DEXA_E_SESSION_ENDED:
   case DEXA_E_STATE_LIMIT: return 409;
   case DEXA_E_AUTH: return 403;
   case DEXA_E_TRANSIENT:

@@ -35,6 +35,7 @@ static const field F_APPROVAL[] = {
 static const field F_ANSWER[] = {
     {"call_id", F_STR, 1}, {"answer", F_STR, 0}, {"action", F_STR, 0}, {"fields", F_OBJECT, 0}};
 static const field F_REVISION[] = {{"revision", F_INT, 1}};
+static const field F_END[] = {{"reason", F_STR, 0}};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -48,6 +49,7 @@ static const session_rpc SESSION_RPCS[] = {
     {"POST", "/approvals", "resolve_approval", F_APPROVAL, N(F_APPROVAL)},
     {"POST", "/answers", "answer_question", F_ANSWER, N(F_ANSWER)},
     {"POST", "/plan/execute", "execute_plan", F_REVISION, N(F_REVISION)},
+    {"POST", "/end", "end_session", F_END, N(F_END)},
 };
 
 static void bad_request(dexa__http_reply *reply, int code, const char *fmt, const char *name) {

@@ -123,7 +123,8 @@ static int apply_cancels(dexa__store_conn *c, const char *sid, const cJSON *canc
 }
 
 int dexa__apply_decision(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
-                         const char *decision, size_t len, const char *from_exec, int64_t now) {
+                         const char *decision, size_t len, const char *from_exec, int32_t closed,
+                         int64_t now) {
   if (!decision || len == 0) return DEXA_OK;
   cJSON *d = cJSON_ParseWithLength(decision, len);
   int rc = DEXA_OK;
@@ -134,7 +135,7 @@ int dexa__apply_decision(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
   if (rc == DEXA_OK) rc = apply_cancels(c, sid, cJSON_GetObjectItemCaseSensitive(d, "cancel"), from_exec);
   if (rc != DEXA_OK) goto cleanup;
   if (cJSON_IsTrue(complete)) {
-    rc = dexa__session_close(rt, c, sid, DEXA__SESSION_COMPLETED, from_exec);
+    rc = dexa__session_close(rt, c, sid, closed, from_exec);
     goto cleanup;
   }
   dexa__session_row s;
@@ -168,7 +169,8 @@ static int apply_step(dexa_runtime *rt, dexa__store_conn *c, dexa__step_row *row
     dexa_result_decision(res, &doc, &len);
     rc = c->ops->step_delete(c, row->session_id, row->exec_id);
     if (rc == DEXA_OK)
-      rc = dexa__apply_decision(rt, c, row->session_id, doc, len, row->exec_id, now);
+      rc = dexa__apply_decision(rt, c, row->session_id, doc, len, row->exec_id,
+                                DEXA__SESSION_COMPLETED, now);
   }
   if (rc == DEXA_OK && published) rc = dexa__wait_eval_session(rt, c, row->session_id, now);
   return rc;
@@ -179,6 +181,7 @@ int dexa__apply_step_result(dexa_runtime *rt, dexa__store_conn *c, dexa__step_ro
   int rc = c->ops->savepoint(c);
   if (rc != DEXA_OK) return rc;
   rc = apply_step(rt, c, row, res, now);
+  if (rc == DEXA_OK) rc = dexa__session_active(rt, c, row->session_id, now);
   if (rc == DEXA_OK) return c->ops->release(c);
   int rb = c->ops->rollback_to(c);
   return rb != DEXA_OK ? rb : rc;

@@ -123,6 +123,20 @@ static int rpc_run(dexa_runtime *rt, dexa__store_conn *c, rpc_arg *a, int apply)
   dexa__session_row s;
   int rc = c->ops->session_get(c, a->sid, &s);
   if (rc != DEXA_OK) return rc;
+  if (!dexa__session_retained(rt, &s, now)) {
+    snprintf(a->errmsg, sizeof a->errmsg,
+             "session \"%.100s\" is no longer retained (it ended at %lld ms)", a->sid,
+             (long long)s.active_ms);
+    dexa__session_row_free(&s);
+    return DEXA_E_NOT_FOUND;
+  }
+  if (s.status == DEXA__SESSION_ENDED && !a->read_only) {
+    snprintf(a->errmsg, sizeof a->errmsg,
+             "session \"%.100s\" has ended (at %lld ms): it takes no more messages or "
+             "decisions; start a new session", a->sid, (long long)s.active_ms);
+    dexa__session_row_free(&s);
+    return DEXA_E_SESSION_ENDED;
+  }
   dexa__reader reader = {.rt = rt, .session_id = a->sid, .conn = c};
   dexa__sink_ctx sink = {rt, a->sid, s.event_seq};
   a->event_seq = s.event_seq;
@@ -154,7 +168,10 @@ static int rpc_run(dexa_runtime *rt, dexa__store_conn *c, rpc_arg *a, int apply)
   size_t len = 0;
   rc = dexa__apply_effects(rt, c, a->sid, a->res, &published);
   dexa_result_decision(a->res, &doc, &len);
-  if (rc == DEXA_OK) rc = dexa__apply_decision(rt, c, a->sid, doc, len, NULL, now);
+  /* end_session ends the session: it then refuses changes
+   * (DEXA_E_SESSION_ENDED); another RPC's "complete" completes it. */
+  int32_t closed = strcmp(a->name, "end_session") == 0 ? DEXA__SESSION_ENDED : DEXA__SESSION_COMPLETED;
+  if (rc == DEXA_OK) rc = dexa__apply_decision(rt, c, a->sid, doc, len, NULL, closed, now);
   if (rc == DEXA_OK && published) rc = dexa__wait_eval_session(rt, c, a->sid, now);
   if (rc == DEXA_OK) rc = c->ops->session_get(c, a->sid, &s);
   if (rc == DEXA_OK) a->event_seq = s.event_seq;
@@ -174,7 +191,9 @@ static int rpc_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
   a->res = NULL;
   if (a->interrupts) a->running = dexa__inflight_serial(rt);
   int rc = rpc_run(rt, c, arg, 1);
-  if (rc == DEXA_OK) rc = dexa__run_session_locked(rt, c, a->sid, dexa__now(rt));
+  int64_t now = dexa__now(rt);
+  if (rc == DEXA_OK) rc = dexa__session_active(rt, c, a->sid, now);
+  if (rc == DEXA_OK) rc = dexa__run_session_locked(rt, c, a->sid, now);
   return rc;
 }
 
@@ -229,6 +248,7 @@ DEXA_EXTERN int dexa_runtime_call(dexa_runtime *rt, const char *session_id, cons
   const dexa__rpc_def *def = dexa__flow_rpc(&rt->desc, rpc);
   int rc = def ? DEXA_OK : DEXA_E_UNKNOWN_RPC;
   if (rc == DEXA_OK) a.interrupts = def->interrupts;
+  if (rc == DEXA_OK) a.read_only = def->read_only;
   if (rc == DEXA_OK) rc = def->read_only ? rpc_read(rt, &a) : dexa__gc_run(rt, rpc_op, &a);
   /* Only once durable: a stop that did not commit stops nothing. */
   if (rc == DEXA_OK && a.interrupts) dexa__interrupt_session(rt, session_id, a.running);
@@ -236,12 +256,100 @@ DEXA_EXTERN int dexa_runtime_call(dexa_runtime *rt, const char *session_id, cons
   if (rc != DEXA_OK) {
     char why[400];
     const char *msg = a.errmsg[0] ? a.errmsg : dexa__store_error(rt, rc, why, sizeof why);
-    if (rc == DEXA_E_NOT_FOUND && !a.res) msg = "no such session";
+    if (rc == DEXA_E_NOT_FOUND && !a.res && !a.errmsg[0]) msg = "no such session";
     if (rc == DEXA_E_UNKNOWN_RPC && !def) msg = "no such RPC";
     dexa__set_errmsg(rt, "%s %s: %s", rpc, session_id, msg);
     *out = dexa__error_doc(rc, msg, out_len);
   }
   dexa_result_free(a.res);
+  return rc;
+}
+
+DEXA_EXTERN int dexa_runtime_end_session(dexa_runtime *rt, const char *session_id,
+                                         const char *reason, char **out, size_t *out_len) {
+  if (out) *out = NULL;
+  if (out_len) *out_len = 0;
+  if (!rt || !session_id) return DEXA_E_INVALID_ARG;
+  dexa__buf in;
+  dexa__buf_init(&in);
+  dexa__buf_putc(&in, '{');
+  if (reason) {
+    dexa__buf_puts(&in, "\"reason\":");
+    dexa__buf_json_cstr(&in, reason);
+  }
+  dexa__buf_putc(&in, '}');
+  char *doc = NULL;
+  size_t len = 0;
+  int rc = in.oom ? DEXA_E_NOMEM
+                  : dexa_runtime_call(rt, session_id, "end_session", in.data, in.len, &doc, &len);
+  dexa__buf_free(&in);
+  if (out) {
+    *out = doc;
+    if (out_len) *out_len = len;
+  } else {
+    dexa_free(doc);
+  }
+  return rc;
+}
+
+/* ---- the sweep's end of an idle session ------------------------------------ */
+
+int dexa__session_retained(const dexa_runtime *rt, const dexa__session_row *s, int64_t now) {
+  return s->status == DEXA__SESSION_RUNNING || rt->retention_ms <= 0 ||
+         s->active_ms > now - rt->retention_ms;
+}
+
+int dexa__session_active(dexa_runtime *rt, dexa__store_conn *c, const char *sid, int64_t now) {
+  return c->ops->session_touch(c, sid, now, rt->touch_step);
+}
+
+/* A flow without end_session (a host's own flow): closed by the runtime,
+ * with the session_ended event of dexagents-events(7). */
+static int close_idle(dexa_runtime *rt, dexa__store_conn *c, const char *sid, int64_t now) {
+  int rc = dexa__session_close(rt, c, sid, DEXA__SESSION_ENDED, NULL);
+  char ev[96];
+  int n = snprintf(ev, sizeof ev, "{\"type\":\"session_ended\",\"at\":%lld,\"reason\":\"idle_timeout\"}",
+                   (long long)now);
+  if (rc == DEXA_OK) rc = dexa__event_append(rt, c, sid, ev, (size_t)n);
+  return rc;
+}
+
+int dexa__end_idle_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
+  dexa__idle_arg *a = arg;
+  a->ended = 0;
+  a->errmsg[0] = '\0';
+  dexa__touch_session(rt, a->sid);
+  int64_t now = dexa__now(rt);
+  dexa__session_row s;
+  int rc = c->ops->session_get(c, a->sid, &s);
+  if (rc == DEXA_E_NOT_FOUND) return DEXA_OK;
+  if (rc != DEXA_OK) return rc;
+  int idle = s.status == DEXA__SESSION_RUNNING && s.active_ms < a->cutoff;
+  dexa__session_row_free(&s);
+  if (!idle) return DEXA_OK; /* active again since it was listed */
+  const dexa__rpc_def *def = dexa__flow_rpc(&rt->desc, "end_session");
+  if (!def) {
+    rc = close_idle(rt, c, a->sid, now);
+    a->ended = rc == DEXA_OK;
+    return rc;
+  }
+  static const char input[] = "{\"reason\":\"idle_timeout\"}";
+  rpc_arg r = {a->sid, def->name, input, sizeof input - 1, 0, def->interrupts, 0, NULL, 0, ""};
+  a->running = dexa__inflight_serial(rt);
+  if (c->ops->savepoint(c) != DEXA_OK) return DEXA_E_IO;
+  rc = rpc_run(rt, c, &r, 1);
+  dexa_result_free(r.res);
+  if (rc == DEXA_OK) {
+    rc = c->ops->release(c);
+  } else if (rc == DEXA_E_IO || rc == DEXA_E_BUSY || rc == DEXA_E_NOMEM) {
+    c->ops->rollback_to(c);
+  } else {
+    /* The flow refused (its state is damaged, ...): the session still ends. */
+    snprintf(a->errmsg, sizeof a->errmsg, "end_session: %s", r.errmsg);
+    rc = c->ops->rollback_to(c);
+    if (rc == DEXA_OK) rc = close_idle(rt, c, a->sid, now);
+  }
+  a->ended = rc == DEXA_OK;
   return rc;
 }
 
@@ -255,7 +363,10 @@ typedef struct list_ctx {
 } list_ctx;
 
 static const char *status_name(int32_t s) {
-  return s == DEXA__SESSION_COMPLETED ? "completed" : s == DEXA__SESSION_FAILED ? "failed" : "running";
+  return s == DEXA__SESSION_COMPLETED ? "completed"
+         : s == DEXA__SESSION_FAILED  ? "failed"
+         : s == DEXA__SESSION_ENDED   ? "ended"
+                                      : "running";
 }
 
 static int list_visit(void *ctx, const dexa__session_row *r) {
@@ -264,7 +375,8 @@ static int list_visit(void *ctx, const dexa__session_row *r) {
   dexa__buf_json_cstr(l->b, r->session_id);
   dexa__buf_printf(l->b, ",\"created_ms\":%lld,\"flow_type\":", (long long)r->created_ms);
   dexa__buf_json_cstr(l->b, r->flow_type);
-  dexa__buf_printf(l->b, ",\"status\":\"%s\"}", status_name(r->status));
+  dexa__buf_printf(l->b, ",\"status\":\"%s\",\"active_ms\":%lld}", status_name(r->status),
+                   (long long)r->active_ms);
   l->count++;
   l->last_ms = r->created_ms;
   snprintf(l->last_id, sizeof l->last_id, "%s", r->session_id);

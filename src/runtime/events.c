@@ -162,7 +162,13 @@ static int start_pos(dexa_runtime *rt, dexa__store_conn *c, const char *sid, con
                      int64_t *seq, int64_t *n) {
   dexa__session_row s;
   int rc = c->ops->session_get(c, sid, &s);
+  if (rc == DEXA_E_NOT_FOUND) dexa__set_errmsg(rt, "read_events %s: no such session", sid);
   if (rc != DEXA_OK) return rc;
+  if (!dexa__session_retained(rt, &s, dexa__now(rt))) {
+    dexa__session_row_free(&s);
+    dexa__set_errmsg(rt, "read_events %s: the session is no longer retained", sid);
+    return DEXA_E_NOT_FOUND;
+  }
   int64_t before_head = 0, newest = s.event_seq;
   if (rt->events_retained > 0 && s.event_seq > rt->events_retained)
     before_head = s.event_seq - rt->events_retained;
@@ -212,6 +218,7 @@ DEXA_EXTERN int dexa_runtime_read_events(dexa_runtime *rt, const char *session_i
   if (rc == DEXA_OK) rc = write_out(session_id, &it, seq, n, out, &len);
   if (out_len) *out_len = len;
   items_free(&it);
-  if (rc != DEXA_OK) dexa__set_errmsg(rt, "read_events: %s", dexa_strerror(rc));
+  /* start_pos told why a session is not found when it is no longer retained. */
+  if (rc != DEXA_OK && rc != DEXA_E_NOT_FOUND) dexa__set_errmsg(rt, "read_events: %s", dexa_strerror(rc));
   return rc;
 }

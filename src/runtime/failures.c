@@ -184,5 +184,8 @@ int dexa__session_close(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
                         int32_t status, const char *keep_exec) {
   int rc = c->ops->session_set_status(c, sid, status);
   if (rc == DEXA_OK) rc = cancel_where(c, sid, NULL, keep_exec);
+  /* A closed session's active_ms is the time it closed: its retention
+   * counts from there (sweep.c). */
+  if (rc == DEXA_OK) rc = c->ops->session_touch(c, sid, dexa__now(rt), 0);
   return rc;
 }

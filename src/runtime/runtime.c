@@ -29,6 +29,12 @@ DEXA_EXTERN int dexa_runtime_options_init(dexa_runtime_options *o, size_t struct
     o->events_retained = 10000;
   if (n >= offsetof(dexa_runtime_options, session_cache_bytes) + sizeof(int64_t))
     o->session_cache_bytes = DEFAULT_SESSION_CACHE_BYTES;
+  if (n >= offsetof(dexa_runtime_options, session_idle_timeout_ms) + sizeof(int64_t))
+    o->session_idle_timeout_ms = DEXA__DEFAULT_IDLE_MS;
+  if (n >= offsetof(dexa_runtime_options, session_retention_ms) + sizeof(int64_t))
+    o->session_retention_ms = DEXA__DEFAULT_RETENTION_MS;
+  if (n >= offsetof(dexa_runtime_options, sweep_interval_ms) + sizeof(int64_t))
+    o->sweep_interval_ms = DEXA__DEFAULT_SWEEP_MS;
   return DEXA_OK;
 }
 
@@ -170,9 +176,29 @@ static int init_sync(dexa_runtime *rt) {
   return bad ? DEXA_E_NOMEM : DEXA_OK;
 }
 
+/* An appended int64 option: the caller's when its struct has the field. */
+#define OPT_I64(o, field, dflt) \
+  ((o) && (o)->struct_size >= offsetof(dexa_runtime_options, field) + sizeof(int64_t) ? (o)->field : (dflt))
+
+static void copy_lifetime(dexa_runtime *rt, const dexa_runtime_options *o) {
+  int64_t idle = OPT_I64(o, session_idle_timeout_ms, DEXA__DEFAULT_IDLE_MS);
+  int64_t keep = OPT_I64(o, session_retention_ms, DEXA__DEFAULT_RETENTION_MS);
+  int64_t every = OPT_I64(o, sweep_interval_ms, DEXA__DEFAULT_SWEEP_MS);
+  rt->idle_ms = idle > 0 ? idle : 0;
+  rt->retention_ms = keep > 0 ? keep : 0;
+  rt->sweep_interval_ms = every > 0 ? every : 0;
+  /* Activity is written when it moved by a 64th of the timeout (at most an
+   * hour), so most commits write none; the sweep allows for that lag. */
+  int64_t step = rt->idle_ms > 0 ? rt->idle_ms / 64 : 3600000;
+  rt->touch_step = step < 1 ? 1 : step > 3600000 ? 3600000 : step;
+  atomic_init(&rt->sweep_due, 0);
+  atomic_init(&rt->sweeping, 0);
+}
+
 static void copy_options(dexa_runtime *rt, const dexa_runtime_options *o) {
   rt->lease_ms = 10000;
   rt->events_retained = 10000;
+  copy_lifetime(rt, o);
   snprintf(rt->worker_id, sizeof rt->worker_id, "worker-%ld", (long)getpid());
   char host[128];
   if (gethostname(host, sizeof host) == 0) {

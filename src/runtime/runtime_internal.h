@@ -210,6 +210,12 @@ struct dexa_runtime {
   int64_t events_retained;
   char worker_id[256];
 
+  /* Session lifetime (sweep.c): 0 = off. */
+  int64_t idle_ms, retention_ms, sweep_interval_ms;
+  int64_t touch_step;          /* activity older by this much is written */
+  _Atomic int64_t sweep_due;   /* runtime clock: the next automatic sweep */
+  atomic_int sweeping;         /* a thread runs the sweep */
+
   /* mu guards: gens, conds, inflight, workers, heartbeat, errmsg. */
   pthread_mutex_t mu;
   pthread_cond_t work_cv; /* committed work: new ready steps, results */
@@ -329,6 +335,32 @@ void dexa__log(dexa_runtime *rt, int32_t level, const char *kind, const char *fm
  * read-only, permission denied, with the path) when it has one, else
  * dexa_strerror(rc). Returns buf. */
 const char *dexa__store_error(const dexa_runtime *rt, int rc, char *buf, size_t n);
+/* ---- session lifetime (sweep.c, client_ops.c) ---------------------------- */
+#define DEXA__DEFAULT_IDLE_MS ((int64_t)30 * 24 * 3600 * 1000)
+#define DEXA__DEFAULT_RETENTION_MS ((int64_t)7 * 24 * 3600 * 1000)
+#define DEXA__DEFAULT_SWEEP_MS 60000
+
+/* 0 when s is closed and its retention has passed at now: it reads as
+ * gone ("no longer retained") even before the sweep deletes it. */
+int dexa__session_retained(const dexa_runtime *rt, const dexa__session_row *s, int64_t now);
+/* Notes the session's activity inside a write transaction (store.h:
+ * session_touch with the runtime's step). */
+int dexa__session_active(dexa_runtime *rt, dexa__store_conn *c, const char *sid, int64_t now);
+
+typedef struct dexa__idle_arg {
+  const char *sid;
+  int64_t cutoff;   /* idle when active_ms < cutoff */
+  int ended;        /* out: ended by this operation */
+  uint64_t running; /* out: the newest in-flight task's serial then */
+  char errmsg[256];
+} dexa__idle_arg;
+/* Group-commit op (client_ops.c): ends a = dexa__idle_arg's session if it
+ * is still idle, through the flow's end_session RPC ({"reason":
+ * "idle_timeout"}) or, for a flow without one, by closing it. */
+int dexa__end_idle_op(dexa_runtime *rt, dexa__store_conn *c, void *arg);
+/* Runs the sweep when it is due (worker threads, run_ready, poll); cheap
+ * when it is not. */
+void dexa__sweep_maybe(dexa_runtime *rt);
 
 /* ids.c: "s-" + 32 hex digits from the system CSPRNG. */
 int dexa__random_session_id(char out[35]);
@@ -405,9 +437,11 @@ int dexa__event_append(dexa_runtime *rt, dexa__store_conn *c, const char *sid, c
 int dexa__apply_effects(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
                         const dexa_result *res, int *published);
 /* Applies a decision document (NULL: none). from_exec is excluded from its
- * cancellations. */
+ * cancellations. "complete" closes the session with status closed
+ * (DEXA__SESSION_COMPLETED, or ENDED for end_session). */
 int dexa__apply_decision(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
-                         const char *decision, size_t len, const char *from_exec, int64_t now);
+                         const char *decision, size_t len, const char *from_exec, int32_t closed,
+                         int64_t now);
 /* Applies a successful Step result for row in a nested savepoint; on a
  * usage-class error (bad wait or decision) it rolls back its own changes and
  * returns that error so the caller can count a failed attempt. */

@@ -433,6 +433,7 @@ DEXA_EXTERN int dexa_runtime_poll(dexa_runtime *rt, dexa_task **out, int64_t tim
   if (!out) return DEXA_E_INVALID_ARG;
   *out = NULL;
   if (!rt) return DEXA_E_INVALID_ARG;
+  dexa__sweep_maybe(rt);
   int rc = dexa__poll(rt, out, timeout_ms, 0);
   if (rc != DEXA_OK && rc != DEXA_E_TIMEOUT) {
     char why[512];
@@ -453,6 +454,7 @@ int dexa__task_run(dexa_runtime *rt, dexa_task *t, dexa_task **next) {
 DEXA_EXTERN int dexa_runtime_run_ready(dexa_runtime *rt, int32_t *ran) {
   if (ran) *ran = 0;
   if (!rt) return DEXA_E_INVALID_ARG;
+  dexa__sweep_maybe(rt);
   dexa_task *t = NULL;
   for (;;) {
     int32_t inline_ran = 0;

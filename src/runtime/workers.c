@@ -15,6 +15,8 @@ static void *worker_main(void *arg) {
   for (;;) {
     int rc = DEXA_OK;
     if (!t) t = dexa__claimed_pop(rt);
+    /* Between Steps, never inside one: the lifetime sweep when it is due. */
+    if (!t) dexa__sweep_maybe(rt);
     if (!t) rc = dexa__poll_batch(rt, &t, 500);
     pthread_mutex_lock(&rt->mu);
     int stop = rt->stopping;

@@ -36,21 +36,37 @@
 
 static const char *const sql_text[PG_COUNT] = {
     [PG_SESSION_INSERT] = "INSERT INTO sessions(session_id, flow_type, created_ms, status,"
-                          " event_seq, step_ord, settings) VALUES($1, $2, $3, 0, 0, 0, $4)"
+                          " event_seq, step_ord, settings, active_ms)"
+                          " VALUES($1, $2, $3, 0, 0, 0, $4, $3)"
                           " ON CONFLICT(session_id) DO NOTHING",
-    [PG_SESSION_GET] = "SELECT flow_type, created_ms, status, event_seq, data_ver, step_ord, skey"
-                       " FROM sessions WHERE session_id = $1",
+    [PG_SESSION_GET] = "SELECT flow_type, created_ms, status, event_seq, data_ver, step_ord, skey,"
+                       " active_ms FROM sessions WHERE session_id = $1",
     [PG_SESSION_LOCK] = "SELECT flow_type, created_ms, status, event_seq, data_ver, step_ord,"
-                        " skey FROM sessions WHERE session_id = $1 FOR UPDATE",
+                        " skey, active_ms FROM sessions WHERE session_id = $1 FOR UPDATE",
+    [PG_SESSION_SET_ACTIVE] = "UPDATE sessions SET active_ms = $2 WHERE session_id = $1",
+    /* The sweep lists without locks; each session it ends or deletes is
+     * locked and looked at again in that transaction. */
+    [PG_SESSION_EXPIRED_OPEN] = "SELECT session_id, flow_type, created_ms, status, event_seq,"
+                                " active_ms FROM sessions WHERE status = 0 AND active_ms < $1"
+                                " ORDER BY status, active_ms LIMIT $2",
+    [PG_SESSION_EXPIRED_CLOSED] = "SELECT session_id, flow_type, created_ms, status, event_seq,"
+                                  " active_ms FROM sessions WHERE status IN (1, 2, 3)"
+                                  " AND active_ms < $1 LIMIT $2",
+    /* At most $2 rows of one session per statement: the sweep's batches. */
+    [PG_SESSION_PURGE_DATA] = "DELETE FROM session_data WHERE skey = $1 AND (kind, key, seq) IN"
+                              " (SELECT kind, key, seq FROM session_data WHERE skey = $1"
+                              " ORDER BY kind, key, seq LIMIT $2)",
+    [PG_SESSION_PURGE_STEPS] = "DELETE FROM steps WHERE session_id = $1",
+    [PG_SESSION_DELETE] = "DELETE FROM sessions WHERE session_id = $1",
     [PG_SESSION_STATUS] = "UPDATE sessions SET status = $2 WHERE session_id = $1",
     [PG_SESSION_SET_COUNTERS] = "UPDATE sessions SET event_seq = $2, step_ord = $3, data_ver = $4"
                                 " WHERE session_id = $1",
     [PG_SESSION_DATA_VER] = "SELECT data_ver FROM sessions WHERE session_id = $1",
-    [PG_SESSION_LIST_FIRST] = "SELECT session_id, flow_type, created_ms, status, event_seq"
-                              " FROM sessions ORDER BY created_ms DESC, session_id DESC"
+    [PG_SESSION_LIST_FIRST] = "SELECT session_id, flow_type, created_ms, status, event_seq,"
+                              " active_ms FROM sessions ORDER BY created_ms DESC, session_id DESC"
                               " LIMIT $1",
-    [PG_SESSION_LIST_AFTER] = "SELECT session_id, flow_type, created_ms, status, event_seq"
-                              " FROM sessions WHERE (created_ms, session_id) < ($2, $3::text)"
+    [PG_SESSION_LIST_AFTER] = "SELECT session_id, flow_type, created_ms, status, event_seq,"
+                              " active_ms FROM sessions WHERE (created_ms, session_id) < ($2, $3::text)"
                               " ORDER BY created_ms DESC, session_id DESC LIMIT $1",
     [PG_ATTR_GET] = "SELECT value FROM session_data WHERE skey = " SKEY " AND kind = 0"
                     " AND key = $3 AND seq = 0",
@@ -961,6 +977,9 @@ const dexa__store_ops dexa__pg_ops = {
     .session_next_ord = dexa__pg_session_next_ord,
     .session_data_version = dexa__pg_session_data_version,
     .session_list = dexa__pg_session_list,
+    .session_touch = dexa__pg_session_touch,
+    .session_expired = dexa__pg_session_expired,
+    .session_purge = dexa__pg_session_purge,
     .attr_get = dexa__pg_attr_get,
     .attr_put = dexa__pg_attr_put,
     .attr_delete = dexa__pg_attr_delete,

@@ -217,7 +217,7 @@ static int read_row(pg_conn *c, const char *id, dexa__memo_row *row) {
   *row = (dexa__memo_row){strdup(id), strdup(PQgetvalue(r, 0, 0)), dexa__pg_int(r, 0, 6),
                           dexa__pg_int(r, 0, 1), (int32_t)dexa__pg_int(r, 0, 2),
                           dexa__pg_int(r, 0, 3), dexa__pg_int(r, 0, 5),
-                          dexa__pg_int(r, 0, 4), 0};
+                          dexa__pg_int(r, 0, 4), 0, dexa__pg_int(r, 0, 7)};
   PQclear(r);
   if (pre) {
     prefetch_take(c, row->skey, pre);
@@ -228,7 +228,7 @@ static int read_row(pg_conn *c, const char *id, dexa__memo_row *row) {
 
 int dexa__pg_memo_row(pg_conn *c, const char *sid, dexa__memo_row **out) {
   *out = dexa__session_memo_find(&c->memo, sid);
-  if (*out) return DEXA_OK;
+  if (*out) return (*out)->skey < 0 ? DEXA_E_NOT_FOUND : DEXA_OK; /* purged */
   dexa__memo_row row;
   int rc = read_row(c, sid, &row);
   if (rc != DEXA_OK) return rc;
@@ -285,6 +285,7 @@ int dexa__pg_session_get(dexa__store_conn *base, const char *id, dexa__session_r
     out->status = row->status;
     out->event_seq = row->event_seq;
     out->data_ver = row->data_ver;
+    out->active_ms = row->active_ms;
     if (!out->session_id || !out->flow_type) rc = DEXA_E_NOMEM;
   }
   if (rc != DEXA_OK) dexa__session_row_free(out);
@@ -382,6 +383,7 @@ int dexa__pg_session_list(dexa__store_conn *base, int64_t before_ms, const char 
     row.created_ms = dexa__pg_int(r, i, 2);
     row.status = (int32_t)dexa__pg_int(r, i, 3);
     row.event_seq = dexa__pg_int(r, i, 4);
+    row.active_ms = dexa__pg_int(r, i, 5);
     if (rc == DEXA_OK) rc = visit(ctx, &row);
     dexa__session_row_free(&row);
   }
@@ -596,4 +598,88 @@ int dexa__pg_event_read(dexa__store_conn *base, const char *sid, int64_t after_s
   }
   PQclear(r);
   return rc;
+}
+
+/* ---- lifetime (store.h: session_touch, session_expired, session_purge) ---- */
+
+int dexa__pg_session_touch(dexa__store_conn *base, const char *id, int64_t now, int64_t step) {
+  pg_conn *c = (pg_conn *)base;
+  dexa__memo_row *row;
+  int rc = dexa__pg_memo_row(c, id, &row);
+  if (rc != DEXA_OK || (step > 0 && now - row->active_ms < step) || now == row->active_ms)
+    return settle(c, rc);
+  if (dexa__session_memo_will_change(&c->memo, row) != 0) return settle(c, DEXA_E_NOMEM);
+  pg_params p = {0};
+  dexa__pg_p_text(&p, id);
+  dexa__pg_p_int(&p, now);
+  rc = dexa__pg_exec(c, PG_SESSION_SET_ACTIVE, &p, NULL);
+  if (rc == DEXA_OK) row->active_ms = now;
+  return settle(c, rc);
+}
+
+int dexa__pg_session_expired(dexa__store_conn *base, int closed, int64_t before_ms,
+                             int32_t limit, dexa__session_visit_fn visit, void *ctx) {
+  pg_conn *c = (pg_conn *)base;
+  int rc = c->writing ? dexa__pg_write_counters(c) : DEXA_OK;
+  if (rc != DEXA_OK) return rc;
+  pg_params p = {0};
+  dexa__pg_p_int(&p, before_ms);
+  dexa__pg_p_int(&p, limit);
+  PGresult *r = dexa__pg_run(c, closed ? PG_SESSION_EXPIRED_CLOSED : PG_SESSION_EXPIRED_OPEN,
+                             &p, &rc);
+  if (!r) return rc;
+  for (int i = 0; rc == DEXA_OK && i < PQntuples(r); i++) {
+    dexa__session_row row = {0};
+    rc = dexa__pg_dup(r, i, 0, &row.session_id, NULL);
+    if (rc == DEXA_OK) rc = dexa__pg_dup(r, i, 1, &row.flow_type, NULL);
+    row.created_ms = dexa__pg_int(r, i, 2);
+    row.status = (int32_t)dexa__pg_int(r, i, 3);
+    row.event_seq = dexa__pg_int(r, i, 4);
+    row.active_ms = dexa__pg_int(r, i, 5);
+    if (rc == DEXA_OK) rc = visit(ctx, &row);
+    dexa__session_row_free(&row);
+  }
+  PQclear(r);
+  return rc;
+}
+
+static int exec_id_stmt(pg_conn *c, pg_stmt_id id, const char *sid, int64_t *changed) {
+  pg_params p = {0};
+  dexa__pg_p_text(&p, sid);
+  return dexa__pg_exec(c, id, &p, changed);
+}
+
+int dexa__pg_session_purge(dexa__store_conn *base, const char *id, int64_t max_rows,
+                           int64_t *deleted, int *gone) {
+  pg_conn *c = (pg_conn *)base;
+  *deleted = 0;
+  *gone = 0;
+  if (!c->writing) return DEXA_E_BAD_STATE;
+  dexa__memo_row *row;
+  int rc = dexa__pg_memo_row(c, id, &row); /* locks the session's row */
+  if (rc != DEXA_OK) return rc;
+  /* What any cache holds of it is stale: forgotten at commit (no cached
+   * session has version -1); other processes see its version raised. */
+  dexa__write_log_bumped(&c->log, id, 0);
+  pg_params p = {0};
+  dexa__pg_p_int(&p, row->skey);
+  dexa__pg_p_int(&p, max_rows > 0 ? max_rows : 1);
+  rc = dexa__pg_exec(c, PG_SESSION_PURGE_DATA, &p, deleted);
+  if (rc != DEXA_OK) return rc;
+  if (*deleted >= max_rows) {
+    if (dexa__session_memo_will_change(&c->memo, row) != 0) return DEXA_E_NOMEM;
+    row->data_ver++;
+    row->dirty = 1;
+    return dexa__pg_touch(c, id);
+  }
+  int64_t steps = 0, sessions = 0;
+  rc = exec_id_stmt(c, PG_SESSION_PURGE_STEPS, id, &steps);
+  if (rc == DEXA_OK) rc = exec_id_stmt(c, PG_SESSION_DELETE, id, &sessions);
+  if (rc != DEXA_OK) return rc;
+  if (dexa__session_memo_will_change(&c->memo, row) != 0) return DEXA_E_NOMEM;
+  row->dirty = 0;
+  row->skey = -1; /* gone: the transaction finds it no more */
+  *deleted += steps + sessions;
+  *gone = 1;
+  return dexa__pg_touch(c, id);
 }

@@ -31,6 +31,12 @@ typedef enum pg_stmt_id {
   PG_SESSION_INSERT,
   PG_SESSION_GET,
   PG_SESSION_LOCK,
+  PG_SESSION_SET_ACTIVE,
+  PG_SESSION_EXPIRED_OPEN,
+  PG_SESSION_EXPIRED_CLOSED,
+  PG_SESSION_PURGE_DATA,
+  PG_SESSION_PURGE_STEPS,
+  PG_SESSION_DELETE,
   PG_SESSION_STATUS,
   PG_SESSION_SET_COUNTERS,
   PG_SESSION_DATA_VER,
@@ -194,6 +200,11 @@ int dexa__pg_write_counters(pg_conn *c);
 int dexa__pg_session_insert(dexa__store_conn *c, const char *id, const char *flow_type,
                             int64_t created_ms, const char *settings, size_t settings_len);
 int dexa__pg_session_get(dexa__store_conn *c, const char *id, dexa__session_row *out);
+int dexa__pg_session_touch(dexa__store_conn *c, const char *id, int64_t now, int64_t step);
+int dexa__pg_session_expired(dexa__store_conn *c, int closed, int64_t before_ms, int32_t limit,
+                             dexa__session_visit_fn visit, void *ctx);
+int dexa__pg_session_purge(dexa__store_conn *c, const char *id, int64_t max_rows,
+                           int64_t *deleted, int *gone);
 int dexa__pg_session_set_status(dexa__store_conn *c, const char *id, int32_t status);
 int dexa__pg_session_bump_events(dexa__store_conn *c, const char *id, int64_t n, int64_t *seq);
 int dexa__pg_session_next_ord(dexa__store_conn *c, const char *id, int64_t *ord);

@@ -23,6 +23,7 @@ typedef struct dexa__memo_row {
   int32_t status;
   int64_t event_seq, step_ord, data_ver;
   int dirty; /* counters changed: to be written before the commit */
+  int64_t active_ms; /* the last activity (or the end); written at once when raised */
 } dexa__memo_row;
 
 typedef struct dexa__memo_undo dexa__memo_undo;

@@ -32,24 +32,39 @@ static const char *const sql_text[SQ_COUNT] = {
     [SQ_RELEASE] = "RELEASE sp",
     [SQ_ROLLBACK_TO] = "ROLLBACK TO sp",
     /* A session's skey, its short key in session_data, is one more than the
-     * largest so far: sessions are never deleted, so it is never reused. */
+     * largest so far. The newest session's skey comes back when the sweep
+     * deletes it, but only after every row of it is gone. */
     [SQ_SESSION_INSERT] = "INSERT INTO sessions(session_id, flow_type, created_ms, status,"
-                          " event_seq, step_ord, settings, skey) VALUES(?1, ?2, ?3, 0, 0, 0, ?4,"
-                          " (SELECT coalesce(max(skey), 0) + 1 FROM sessions))"
+                          " event_seq, step_ord, settings, skey, active_ms)"
+                          " VALUES(?1, ?2, ?3, 0, 0, 0, ?4,"
+                          " (SELECT coalesce(max(skey), 0) + 1 FROM sessions), ?3)"
                           " ON CONFLICT(session_id) DO NOTHING",
-    [SQ_SESSION_GET] = "SELECT flow_type, created_ms, status, event_seq, data_ver, step_ord, skey"
-                       " FROM sessions WHERE session_id = ?1",
+    [SQ_SESSION_GET] = "SELECT flow_type, created_ms, status, event_seq, data_ver, step_ord, skey,"
+                       " active_ms FROM sessions WHERE session_id = ?1",
+    [SQ_SESSION_SET_ACTIVE] = "UPDATE sessions SET active_ms = ?2 WHERE session_id = ?1",
+    [SQ_SESSION_EXPIRED_OPEN] = "SELECT session_id, flow_type, created_ms, status, event_seq,"
+                                " active_ms FROM sessions WHERE status = 0 AND active_ms < ?1"
+                                " ORDER BY status, active_ms LIMIT ?2",
+    [SQ_SESSION_EXPIRED_CLOSED] = "SELECT session_id, flow_type, created_ms, status, event_seq,"
+                                  " active_ms FROM sessions WHERE status IN (1, 2, 3)"
+                                  " AND active_ms < ?1 LIMIT ?2",
+    /* At most ?2 rows of one session per statement: the sweep's batches. */
+    [SQ_SESSION_PURGE_DATA] = "DELETE FROM session_data WHERE skey = ?1 AND (kind, key, seq) IN"
+                              " (SELECT kind, key, seq FROM session_data WHERE skey = ?1"
+                              " ORDER BY kind, key, seq LIMIT ?2)",
+    [SQ_SESSION_PURGE_STEPS] = "DELETE FROM steps WHERE session_id = ?1",
+    [SQ_SESSION_DELETE] = "DELETE FROM sessions WHERE session_id = ?1",
     [SQ_SESSION_STATUS] = "UPDATE sessions SET status = ?2 WHERE session_id = ?1",
     /* A transaction raises the counters in its session memo and writes
      * them with this once, before it commits (session_memo.h). */
     [SQ_SESSION_SET_COUNTERS] = "UPDATE sessions SET event_seq = ?2, step_ord = ?3, data_ver = ?4"
                                 " WHERE session_id = ?1",
     [SQ_SESSION_DATA_VER] = "SELECT data_ver FROM sessions WHERE session_id = ?1",
-    [SQ_SESSION_LIST_FIRST] = "SELECT session_id, flow_type, created_ms, status, event_seq"
-                              " FROM sessions ORDER BY created_ms DESC, session_id DESC"
+    [SQ_SESSION_LIST_FIRST] = "SELECT session_id, flow_type, created_ms, status, event_seq,"
+                              " active_ms FROM sessions ORDER BY created_ms DESC, session_id DESC"
                               " LIMIT ?1",
-    [SQ_SESSION_LIST_AFTER] = "SELECT session_id, flow_type, created_ms, status, event_seq"
-                              " FROM sessions WHERE created_ms < ?2 OR (created_ms = ?2"
+    [SQ_SESSION_LIST_AFTER] = "SELECT session_id, flow_type, created_ms, status, event_seq,"
+                              " active_ms FROM sessions WHERE created_ms < ?2 OR (created_ms = ?2"
                               " AND session_id < ?3)"
                               " ORDER BY created_ms DESC, session_id DESC LIMIT ?1",
     [SQ_ATTR_GET] = "SELECT value FROM session_data WHERE skey = " SKEY " AND kind = 0"
@@ -694,6 +709,9 @@ const dexa__store_ops dexa__sqlite_ops = {
     .session_next_ord = dexa__sq_session_next_ord,
     .session_data_version = dexa__sq_session_data_version,
     .session_list = dexa__sq_session_list,
+    .session_touch = dexa__sq_session_touch,
+    .session_expired = dexa__sq_session_expired,
+    .session_purge = dexa__sq_session_purge,
     .attr_get = dexa__sq_attr_get,
     .attr_put = dexa__sq_attr_put,
     .attr_delete = dexa__sq_attr_delete,

@@ -17,8 +17,8 @@ int dexa__sq_session_dump(dexa__store_conn *base, const char *id, dexa__session_
   sq_conn *c = (sq_conn *)base;
   memset(out, 0, sizeof *out);
   sqlite3_stmt *st = NULL;
-  int rc = prepare(c, "SELECT flow_type, created_ms, status, event_seq, step_ord, settings"
-                      " FROM sessions WHERE session_id = ?1", &st);
+  int rc = prepare(c, "SELECT flow_type, created_ms, status, event_seq, step_ord, settings,"
+                      " active_ms FROM sessions WHERE session_id = ?1", &st);
   if (rc != DEXA_OK) return rc;
   BIND(rc, dexa__sq_text(st, 1, id, strlen(id)));
   if (rc != DEXA_OK) {
@@ -34,6 +34,7 @@ int dexa__sq_session_dump(dexa__store_conn *base, const char *id, dexa__session_
     out->row.status = sqlite3_column_int(st, 2);
     out->row.event_seq = sqlite3_column_int64(st, 3);
     out->step_ord = sqlite3_column_int64(st, 4);
+    out->row.active_ms = sqlite3_column_int64(st, 6);
     if (rc == DEXA_OK) rc = dexa__sq_col_dup(st, 5, &out->settings, &out->settings_len);
   } else {
     rc = r == SQLITE_DONE ? DEXA_E_NOT_FOUND : dexa__sq_st_err(st, r);
@@ -51,13 +52,14 @@ int dexa__sq_session_restore(dexa__store_conn *base, const dexa__session_dump *d
                                    d->settings, d->settings_len);
   sqlite3_stmt *st = NULL;
   if (rc == DEXA_OK)
-    rc = prepare(c, "UPDATE sessions SET status = ?2, event_seq = ?3, step_ord = ?4"
-                    " WHERE session_id = ?1", &st);
+    rc = prepare(c, "UPDATE sessions SET status = ?2, event_seq = ?3, step_ord = ?4,"
+                    " active_ms = ?5 WHERE session_id = ?1", &st);
   if (rc == DEXA_OK) {
     BIND(rc, dexa__sq_text(st, 1, d->row.session_id, strlen(d->row.session_id)));
     BIND(rc, dexa__sq_int(st, 2, d->row.status));
     BIND(rc, dexa__sq_int64(st, 3, d->row.event_seq));
     BIND(rc, dexa__sq_int64(st, 4, d->step_ord));
+    BIND(rc, dexa__sq_int64(st, 5, d->row.active_ms));
     if (rc == DEXA_OK) {
       int r = sqlite3_step(st);
       rc = r == SQLITE_DONE ? DEXA_OK : dexa__sq_st_err(st, r);

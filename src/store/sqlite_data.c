@@ -75,6 +75,7 @@ static int fill_session(sqlite3_stmt *st, int first, dexa__session_row *out) {
   out->created_ms = sqlite3_column_int64(st, first + 1);
   out->status = sqlite3_column_int(st, first + 2);
   out->event_seq = sqlite3_column_int64(st, first + 3);
+  out->active_ms = sqlite3_column_int64(st, first + 4);
   return rc;
 }
 
@@ -82,7 +83,7 @@ static int fill_session(sqlite3_stmt *st, int first, dexa__session_row *out) {
  * read now and kept there. */
 static int memo_row(sq_conn *c, const char *id, dexa__memo_row **out) {
   *out = dexa__session_memo_find(&c->memo, id);
-  if (*out) return DEXA_OK;
+  if (*out) return (*out)->skey < 0 ? DEXA_E_NOT_FOUND : DEXA_OK; /* purged */
   STMT(st, c, SQ_SESSION_GET);
   BIND(rc, dexa__sq_text(st, 1, id, slen(id)));
   if (rc != DEXA_OK) return rc;
@@ -92,7 +93,7 @@ static int memo_row(sq_conn *c, const char *id, dexa__memo_row **out) {
     dexa__memo_row row = {strdup(id), strdup(flow ? flow : ""), sqlite3_column_int64(st, 6),
                           sqlite3_column_int64(st, 1), sqlite3_column_int(st, 2),
                           sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 5),
-                          sqlite3_column_int64(st, 4), 0};
+                          sqlite3_column_int64(st, 4), 0, sqlite3_column_int64(st, 7)};
     *out = row.session_id && row.flow_type ? dexa__session_memo_add(&c->memo, &row) : NULL;
     if (!*out) {
       free(row.session_id);
@@ -159,6 +160,7 @@ int dexa__sq_session_get(dexa__store_conn *c, const char *id, dexa__session_row 
     out->status = row->status;
     out->event_seq = row->event_seq;
     out->data_ver = row->data_ver;
+    out->active_ms = row->active_ms;
     if (!out->session_id || !out->flow_type) rc = DEXA_E_NOMEM;
   }
   if (rc != DEXA_OK) dexa__session_row_free(out);
@@ -436,4 +438,93 @@ int dexa__sq_event_read(dexa__store_conn *c, const char *sid, int64_t after_seq,
 int dexa__sq_column_value(sqlite3_stmt *st, int col, char **buf, size_t *cap, const char **v,
                           size_t *n) {
   return column_value(st, col, 1, buf, cap, v, n);
+}
+
+/* ---- lifetime (store.h: session_touch, session_expired, session_purge) ---- */
+
+int dexa__sq_session_touch(dexa__store_conn *c, const char *id, int64_t now, int64_t step) {
+  sq_conn *sc = (sq_conn *)c;
+  dexa__memo_row *row;
+  int rc = memo_row(sc, id, &row);
+  if (rc != DEXA_OK || (step > 0 && now - row->active_ms < step) || now == row->active_ms)
+    return settle(sc, rc);
+  if (dexa__session_memo_will_change(&sc->memo, row) != 0) return settle(sc, DEXA_E_NOMEM);
+  sqlite3_stmt *st = dexa__sq_stmt(sc, SQ_SESSION_SET_ACTIVE, &rc);
+  if (!st) return settle(sc, rc);
+  dexa__sq_text(st, 1, id, slen(id));
+  sqlite3_bind_int64(st, 2, now);
+  rc = dexa__sq_exec(st);
+  if (rc == DEXA_OK) row->active_ms = now;
+  return settle(sc, rc);
+}
+
+int dexa__sq_session_expired(dexa__store_conn *c, int closed, int64_t before_ms, int32_t limit,
+                             dexa__session_visit_fn visit, void *ctx) {
+  int written = dexa__sq_session_write_counters((sq_conn *)c);
+  if (written != DEXA_OK) return written;
+  STMT(st, c, closed ? SQ_SESSION_EXPIRED_CLOSED : SQ_SESSION_EXPIRED_OPEN);
+  sqlite3_bind_int64(st, 1, before_ms);
+  sqlite3_bind_int(st, 2, limit);
+  int r = SQLITE_DONE;
+  while (rc == DEXA_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+    dexa__session_row row = {0};
+    size_t unused;
+    rc = dexa__sq_col_dup(st, 0, &row.session_id, &unused);
+    if (rc == DEXA_OK) rc = fill_session(st, 1, &row);
+    if (rc == DEXA_OK) rc = visit(ctx, &row);
+    dexa__session_row_free(&row);
+  }
+  if (rc == DEXA_OK && r != SQLITE_DONE) rc = dexa__sq_err(r);
+  sqlite3_reset(st);
+  return rc;
+}
+
+static int exec_id_stmt(sq_conn *c, sq_stmt_id id, const char *sid, int64_t *changed) {
+  int rc = DEXA_OK;
+  sqlite3_stmt *st = dexa__sq_stmt(c, id, &rc);
+  if (!st) return rc;
+  dexa__sq_text(st, 1, sid, slen(sid));
+  rc = dexa__sq_exec(st);
+  if (changed) *changed = rc == DEXA_OK ? sqlite3_changes64(c->db) : 0;
+  return rc;
+}
+
+int dexa__sq_session_purge(dexa__store_conn *c, const char *id, int64_t max_rows,
+                           int64_t *deleted, int *gone) {
+  sq_conn *sc = (sq_conn *)c;
+  *deleted = 0;
+  *gone = 0;
+  if (!sc->writing) return DEXA_E_BAD_STATE;
+  dexa__memo_row *row;
+  int rc = memo_row(sc, id, &row);
+  if (rc != DEXA_OK) return rc;
+  int64_t skey = row->skey;
+  /* Whatever a cache holds of it is stale from here: forgotten at commit
+   * (no cached session has version -1), and its version raised for the
+   * caches of other processes while rows remain. */
+  dexa__write_log_bumped(&sc->log, id, 0);
+  sqlite3_stmt *st = dexa__sq_stmt(sc, SQ_SESSION_PURGE_DATA, &rc);
+  if (!st) return rc;
+  sqlite3_bind_int64(st, 1, skey);
+  sqlite3_bind_int64(st, 2, max_rows > 0 ? max_rows : 1);
+  rc = dexa__sq_exec(st);
+  if (rc != DEXA_OK) return rc;
+  *deleted = sqlite3_changes64(sc->db);
+  if (*deleted >= max_rows) {
+    if (dexa__session_memo_will_change(&sc->memo, row) != 0) return DEXA_E_NOMEM;
+    row->data_ver++;
+    row->dirty = 1;
+    return DEXA_OK;
+  }
+  int64_t steps = 0, sessions = 0;
+  rc = exec_id_stmt(sc, SQ_SESSION_PURGE_STEPS, id, &steps);
+  if (rc == DEXA_OK) rc = exec_id_stmt(sc, SQ_SESSION_DELETE, id, &sessions);
+  if (rc != DEXA_OK) return rc;
+  /* The memo must not write the counters of a row that is gone. */
+  if (dexa__session_memo_will_change(&sc->memo, row) != 0) return DEXA_E_NOMEM;
+  row->dirty = 0;
+  row->skey = -1; /* gone: the transaction finds it no more */
+  *deleted += steps + sessions;
+  *gone = 1;
+  return DEXA_OK;
 }

@@ -21,6 +21,12 @@ typedef enum sq_stmt_id {
   SQ_ROLLBACK_TO,
   SQ_SESSION_INSERT,
   SQ_SESSION_GET,
+  SQ_SESSION_SET_ACTIVE,
+  SQ_SESSION_EXPIRED_OPEN,
+  SQ_SESSION_EXPIRED_CLOSED,
+  SQ_SESSION_PURGE_DATA,
+  SQ_SESSION_PURGE_STEPS,
+  SQ_SESSION_DELETE,
   SQ_SESSION_STATUS,
   SQ_SESSION_SET_COUNTERS,
   SQ_SESSION_DATA_VER,
@@ -144,6 +150,11 @@ int dexa__sq_session_get(dexa__store_conn *c, const char *id, dexa__session_row 
 int dexa__sq_session_set_status(dexa__store_conn *c, const char *id, int32_t status);
 int dexa__sq_session_bump_events(dexa__store_conn *c, const char *id, int64_t n, int64_t *seq);
 int dexa__sq_session_next_ord(dexa__store_conn *c, const char *id, int64_t *ord);
+int dexa__sq_session_touch(dexa__store_conn *c, const char *id, int64_t now, int64_t step);
+int dexa__sq_session_expired(dexa__store_conn *c, int closed, int64_t before_ms, int32_t limit,
+                             dexa__session_visit_fn visit, void *ctx);
+int dexa__sq_session_purge(dexa__store_conn *c, const char *id, int64_t max_rows,
+                           int64_t *deleted, int *gone);
 int dexa__sq_session_data_version(dexa__store_conn *c, const char *id, int64_t *ver);
 /* Writes the counters the memo holds changed (before a commit). */
 int dexa__sq_session_write_counters(sq_conn *c);

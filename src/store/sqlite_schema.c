@@ -30,14 +30,19 @@
 #include "dexagents/errors.h"
 #include "store/sqlite_internal.h"
 
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 
-static const char create_v4[] =
+/* sessions.active_ms (version 5): the time of the session's last activity
+ * (a running session) or of its end (a closed one); sessions_active finds
+ * the idle and the expired ones for the lifetime sweep (runtime/sweep.c). */
+static const char create_v5[] =
     "CREATE TABLE IF NOT EXISTS sessions(session_id TEXT NOT NULL PRIMARY KEY,"
     " flow_type TEXT NOT NULL, created_ms INTEGER NOT NULL, status INTEGER NOT NULL,"
     " event_seq INTEGER NOT NULL, step_ord INTEGER NOT NULL, settings TEXT,"
-    " skey INTEGER NOT NULL, data_ver INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+    " skey INTEGER NOT NULL, data_ver INTEGER NOT NULL DEFAULT 0,"
+    " active_ms INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS sessions_created ON sessions(created_ms, session_id);"
+    "CREATE INDEX IF NOT EXISTS sessions_active ON sessions(status, active_ms);"
     "CREATE UNIQUE INDEX IF NOT EXISTS sessions_skey ON sessions(skey);"
     "CREATE TABLE IF NOT EXISTS session_data(skey INTEGER NOT NULL, kind INTEGER NOT NULL,"
     " key BLOB NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL,"
@@ -72,6 +77,13 @@ static const char migrate_v2_sessions[] =
  * files start at 0. */
 static const char migrate_v3_steps[] =
     "ALTER TABLE steps ADD COLUMN lost_workers INTEGER NOT NULL DEFAULT 0;";
+
+/* Version 5 adds the time of each session's last activity: a session of an
+ * older file counts as active when the file is upgraded, so no session
+ * ends at once for having been idle before its store knew lifetimes. */
+static const char migrate_v4_sessions[] =
+    "ALTER TABLE sessions ADD COLUMN active_ms INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE sessions SET active_ms = CAST(strftime('%s', 'now') AS INTEGER) * 1000;";
 
 static const char migrate_v1_data[] =
     "INSERT INTO session_data(skey, kind, key, seq, value)"
@@ -109,14 +121,20 @@ static int exec(sqlite3 *db, const char *sql, char *errmsg, size_t n) {
   return r == SQLITE_OK ? DEXA_OK : dexa__sq_err(r);
 }
 
-static int has_lost_workers(sqlite3 *db) {
+static int has_column(sqlite3 *db, const char *sql) {
   sqlite3_stmt *st = NULL;
   int has = 0;
-  if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('steps') WHERE name = 'lost_workers'",
-                         -1, &st, NULL) == SQLITE_OK)
-    has = sqlite3_step(st) == SQLITE_ROW;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) has = sqlite3_step(st) == SQLITE_ROW;
   sqlite3_finalize(st);
   return has;
+}
+
+static int has_lost_workers(sqlite3 *db) {
+  return has_column(db, "SELECT 1 FROM pragma_table_info('steps') WHERE name = 'lost_workers'");
+}
+
+static int has_active_ms(sqlite3 *db) {
+  return has_column(db, "SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'active_ms'");
 }
 
 /* Brings the open write transaction's file to SCHEMA_VERSION. */
@@ -134,7 +152,8 @@ static int upgrade(sqlite3 *db, int version, char *errmsg, size_t n) {
                 errmsg, n);
   if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1_sessions, errmsg, n);
   if (rc == DEXA_OK && (version == 1 || version == 2)) rc = exec(db, migrate_v2_sessions, errmsg, n);
-  if (rc == DEXA_OK) rc = exec(db, create_v4, errmsg, n);
+  if (rc == DEXA_OK && version >= 1 && !has_active_ms(db)) rc = exec(db, migrate_v4_sessions, errmsg, n);
+  if (rc == DEXA_OK) rc = exec(db, create_v5, errmsg, n);
   /* An older steps table (CREATE IF NOT EXISTS left it) lacks the column. */
   if (rc == DEXA_OK && version >= 1 && !has_lost_workers(db)) rc = exec(db, migrate_v3_steps, errmsg, n);
   if (rc == DEXA_OK && version == 1) rc = exec(db, migrate_v1_data, errmsg, n);

@@ -28,7 +28,12 @@ enum {
   DEXA__STEP_RUNNING = 3  /* leased; due_ms = lease_until */
 };
 
-enum { DEXA__SESSION_RUNNING = 0, DEXA__SESSION_COMPLETED = 1, DEXA__SESSION_FAILED = 2 };
+enum {
+  DEXA__SESSION_RUNNING = 0,
+  DEXA__SESSION_COMPLETED = 1,
+  DEXA__SESSION_FAILED = 2,
+  DEXA__SESSION_ENDED = 3 /* end_session, or the idle timeout (runtime/sweep.c) */
+};
 
 /* due_ms of a row that has nothing due (stored as SQL NULL, so the due
  * index holds only rows that need the scheduler). */
@@ -76,6 +81,9 @@ typedef struct dexa__session_row {
   int32_t status; /* DEXA__SESSION_* */
   int64_t event_seq; /* sequence of the newest durable event (0: none) */
   int64_t data_ver;  /* session_get only: see session_data_version */
+  /* The time of the session's last activity while it runs; of its end
+   * once it is closed (session_touch). */
+  int64_t active_ms;
 } dexa__session_row;
 
 void dexa__session_row_free(dexa__session_row *row);
@@ -139,6 +147,20 @@ typedef struct dexa__store_ops {
    * do it, once per transaction), in any process. The session cache
    * (session_cache.h) is valid for a session while it holds this version. */
   int (*session_data_version)(dexa__store_conn *c, const char *id, int64_t *ver);
+  /* Lifetime (runtime/sweep.c). session_touch raises active_ms to now
+   * when it is at least step older (step 0: always), inside a write
+   * transaction; the raise is rare by design (step is a fraction of the
+   * idle timeout), so it costs no write on most commits. */
+  int (*session_touch)(dexa__store_conn *c, const char *id, int64_t now, int64_t step);
+  /* Visits up to limit sessions with active_ms < before_ms: running ones
+   * (closed 0: idle) or closed ones (closed 1: completed, failed, ended). */
+  int (*session_expired)(dexa__store_conn *c, int closed, int64_t before_ms, int32_t limit,
+                         dexa__session_visit_fn visit, void *ctx);
+  /* Deletes up to max_rows of the session's attributes, channel messages
+   * and events; once none remain, its Step rows and its row too (*gone 1).
+   * *deleted: the rows deleted. Inside a write transaction. */
+  int (*session_purge)(dexa__store_conn *c, const char *id, int64_t max_rows, int64_t *deleted,
+                       int *gone);
   /* Newest first, strictly older than (before_ms, before_id) unless
    * before_id is NULL. */
   int (*session_list)(dexa__store_conn *c, int64_t before_ms, const char *before_id,

@@ -203,7 +203,8 @@ static int check_session(dexa__store_conn *c, checker *k, const char *sid) {
   k->event_seq = d.row.event_seq;
   k->step_ord = d.step_ord;
   k->last_seq = 0;
-  if (d.row.status < 0 || d.row.status > 2) problem(k, "the session has no valid status");
+  if (d.row.status < DEXA__SESSION_RUNNING || d.row.status > DEXA__SESSION_ENDED)
+    problem(k, "the session has no valid status");
   if (d.settings && !is_json(d.settings, d.settings_len)) problem(k, "its settings are not JSON");
   dexa__session_dump_free(&d);
   rc = readable(k, c->ops->attr_scan(c, sid, "", 0, check_attr, k), "attributes");

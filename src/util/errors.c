@@ -27,6 +27,7 @@ static const error_entry errors[] = {
   {DEXA_E_ALREADY_EXISTS, "DEXA_E_ALREADY_EXISTS", "already exists"},
   {DEXA_E_UNSUPPORTED, "DEXA_E_UNSUPPORTED", "unsupported"},
   {DEXA_E_NOT_PENDING, "DEXA_E_NOT_PENDING", "nothing pending for that id"},
+  {DEXA_E_SESSION_ENDED, "DEXA_E_SESSION_ENDED", "the session has ended"},
   {DEXA_E_TRANSIENT, "DEXA_E_TRANSIENT", "transient failure"},
   {DEXA_E_TIMEOUT, "DEXA_E_TIMEOUT", "timed out"},
   {DEXA_E_BUSY, "DEXA_E_BUSY", "busy"},

@@ -100,7 +100,7 @@ class CommandTest(Base):
         r = run("--help")
         self.assertEqual(r.returncode, 0)
         subs = ["chat", "sessions", "send", "approve", "reject", "answer", "steer", "delete",
-                "stop", "execute-plan", "serve", "worker", "graph", "store"]
+                "stop", "end", "execute-plan", "serve", "worker", "graph", "store"]
         for s in subs:
             self.assertIn("dexagents " + s, r.stdout)
             h = run(s, "--help")
@@ -120,7 +120,7 @@ class CommandTest(Base):
         with open(os.path.join(ROOT, "man", "man1", "dexagents.1")) as f:
             page = f.read()
         for s in ["chat", "sessions list", "sessions show", "sessions events", "send", "approve",
-                  "reject", "answer", "steer", "delete", "stop", "execute\\-plan", "serve",
+                  "reject", "answer", "steer", "delete", "stop", "end", "execute\\-plan", "serve",
                   "worker", "graph", "store check", "store vacuum", "store copy"]:
             self.assertIn(s, page)
         for code in range(8):
@@ -191,6 +191,14 @@ class CommandTest(Base):
         r = run("send", sid, "once more", "--store", self.store)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"^sent \(message m\d+\)\n$")
+        # the end: later changes are refused, the session stays readable
+        r = self.dj("end", sid, "--reason", "cli test")
+        self.assertEqual((r["ended"], r["reason"]), (True, "cli test"))
+        e = self.dj("send", sid, "too late", code=5)
+        self.assertEqual(e["error"]["name"], "DEXA_E_SESSION_ENDED")
+        self.assertEqual(self.show(sid)["ended"]["reason"], "cli test")
+        listed = self.dj("sessions", "list")["sessions"]
+        self.assertEqual([s["status"] for s in listed if s["session_id"] == sid], ["ended"])
 
     def test_events_from_a_token_and_followed(self):
         sid = self.start()
@@ -228,7 +236,7 @@ class CommandTest(Base):
         kinds = {}
         for n in g["nodes"]:
             kinds[n["kind"]] = kinds.get(n["kind"], 0) + 1
-        self.assertEqual(kinds, {"step": 13, "rpc": 9, "channel": 3})
+        self.assertEqual(kinds, {"step": 13, "rpc": 10, "channel": 3})
         self.assertEqual(g["flow_type"], "AIAgentSession")
         self.assertIn({"from": "AwaitToolApproval", "to": "CallSingleAttemptTool", "kind": "next"},
                       g["edges"])

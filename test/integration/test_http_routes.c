@@ -447,6 +447,7 @@ static void test_every_session_route_checks_the_token(void) {
       {"POST", "/approvals", "{\"call_id\":\"c\",\"decision\":\"approve\"}"},
       {"POST", "/answers", "{\"call_id\":\"c\",\"answer\":\"a\"}"},
       {"POST", "/plan/execute", "{\"revision\":1}"},
+      {"POST", "/end", "{}"},
       {"GET", "/events", NULL},
   };
   const char *tokens[] = {NULL, "", "0000", other.token};
@@ -643,6 +644,26 @@ static void test_answer_question(void) {
   snap = snapshot(&s);
   CHECK_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(snap, "pending")), 0);
   cJSON_Delete(snap);
+}
+
+/* POST /end ends the session: a change after it is 409, the snapshot still 200. */
+static void test_end_route(void) {
+  session s;
+  CHECK(start(&s, NULL) == 0);
+  CHECK_EQ_INT(POST(path_of(&s, "/end"), s.token, "{\"reason\":7}")->status, 400);
+  CHECK_EQ_INT(POST(path_of(&s, "/end"), s.token, "{\"why\":\"x\"}")->status, 400);
+  resp *r = POST(path_of(&s, "/end"), s.token, "{\"reason\":\"closed the tab\"}");
+  CHECK_EQ_INT(r->status, 200);
+  CHECK_CONTAINS(r->body, "\"ended\":true");
+  r = POST(path_of(&s, "/messages"), s.token, "{\"text\":\"late\"}");
+  CHECK_EQ_INT(r->status, 409);
+  CHECK_CONTAINS(r->body, "DEXA_E_SESSION_ENDED");
+  cJSON *snap = snapshot(&s);
+  CHECK(snap);
+  CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(snap, "ended"), "reason")),
+            "closed the tab");
+  cJSON_Delete(snap);
+  CHECK_EQ_INT(POST(path_of(&s, "/end"), s.token, "{}")->status, 409);
 }
 
 static void test_queue_steer_delete_and_stop(void) {
@@ -1254,6 +1275,7 @@ int main(void) {
   RUN(test_chat_plan_is_a_data_part);
   RUN(test_chat_queued_message_streams_when_its_turn_starts);
   RUN(test_chat_deleted_queued_message_aborts);
+  RUN(test_end_route);
   RUN(test_execute_plan_refuses_a_stale_revision);
   RUN(test_older_messages);
   RUN(test_no_cors_headers);

@@ -87,6 +87,12 @@ test('library information and errors', { skip: SANITIZED && 'sanitizer build' },
   await rejectsWith(rt.send(sid, '   '), 'DEXA_E_EMPTY_MESSAGE');
   await rejectsWith(rt.startSession({ sessionId: 's-err' }), 'DEXA_E_ALREADY_EXISTS');
   await rejectsWith(rt.approve(sid, 'no-call'), 'DEXA_E_NOT_PENDING');
+  const ended = await rt.endSession(sid, 'test over');
+  assert.equal(ended.ended, true);
+  assert.equal(ended.reason, 'test over');
+  await assert.rejects(rt.send(sid, 'late'), (e) => e instanceof dx.SessionEndedError &&
+    e.code === 'DEXA_E_SESSION_ENDED' && e.errno === -117);
+  assert.equal((await rt.snapshot(sid)).ended.reason, 'test over');
   assert.throws(() => new dx.Agent({ models: [] }), (e) => e.code === 'DEXA_E_INVALID_ARG' && e.errno === -101);
 });
 

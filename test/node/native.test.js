@@ -61,10 +61,12 @@ test('every runtime option reaches the library', { skip, timeout: 120000 }, asyn
   const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'dexa-node-'));
   const store = path.join(dir, 'x.db');
   const rt = new dx.Runtime(new dx.Agent(), { store, workers: 0, sessionCacheBytes: 12345,
-    eventsRetained: 77, leaseMs: 4321, workerId: 'w-1', sqliteSynchronous: 'normal' });
+    eventsRetained: 77, leaseMs: 4321, workerId: 'w-1', sqliteSynchronous: 'normal',
+    sessionIdleTimeoutMs: 600000, sessionRetentionMs: 0, sweepIntervalMs: 5000 });
   try {
     assert.deepEqual(rt.libraryOptions, { store, sqliteSynchronous: 'normal', workerId: 'w-1',
-      leaseMs: 4321, eventsRetained: 77, sessionCacheBytes: 12345 });
+      leaseMs: 4321, eventsRetained: 77, sessionCacheBytes: 12345,
+      sessionIdleTimeoutMs: 600000, sessionRetentionMs: 0, sweepIntervalMs: 5000 });
     await rt.startSession({ sessionId: 'kept' });
   } finally {
     await rt.close();

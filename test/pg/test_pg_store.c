@@ -78,7 +78,7 @@ static void test_version_1_schema_gets_lost_worker_counts(void) {
   PQclear(PQexec(db, "UPDATE dexa_meta SET value = '1' WHERE key = 'schema_version'"));
   PQfinish(db);
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
-  CHECK_EQ_INT(meta_version(path), 2);
+  CHECK_EQ_INT(meta_version(path), 3);
   db = PQconnectdb(path);
   PGresult *r = PQexec(db, "SELECT lost_workers FROM steps");
   CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1);
@@ -92,12 +92,12 @@ static void test_newer_schema_is_refused_and_left_alone(void) {
   char path[1024], err[512];
   temp_store_path(path, sizeof path, "newer");
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
-  CHECK_EQ_INT(meta_version(path), 2);
+  CHECK_EQ_INT(meta_version(path), 3);
   PGconn *db = PQconnectdb(path);
   PQclear(PQexec(db, "UPDATE dexa_meta SET value = '99' WHERE key = 'schema_version'"));
   PQfinish(db);
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_E_UNSUPPORTED);
-  CHECK_CONTAINS(err, "schema version 99 is newer than this library's (2)");
+  CHECK_CONTAINS(err, "schema version 99 is newer than this library's (3)");
   CHECK_EQ_INT(meta_version(path), 99);
   temp_store_remove(path);
 }
@@ -108,6 +108,30 @@ typedef struct woken {
   char sid[64];
   int count;
 } woken;
+
+/* A version 2 database (no sessions.active_ms) gets the column, its
+ * sessions counted active at the upgrade, and the sweep's index. */
+static void test_version_2_database_gets_session_lifetimes(void) {
+  char path[1024], err[512];
+  temp_store_path(path, sizeof path, "v2life");
+  CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
+  PGconn *db = PQconnectdb(path);
+  PQclear(PQexec(db, "DROP INDEX sessions_active; ALTER TABLE sessions DROP COLUMN active_ms;"
+                     "INSERT INTO sessions(session_id, flow_type, created_ms, status, event_seq,"
+                     " step_ord) VALUES('old', 'AgentSession', 1, 0, 0, 0);"
+                     "UPDATE dexa_meta SET value = '2' WHERE key = 'schema_version'"));
+  CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
+  CHECK_EQ_INT(meta_version(path), 3);
+  PGresult *r = PQexec(db, "SELECT active_ms, (SELECT count(*) FROM pg_indexes WHERE"
+                           " indexname = 'sessions_active' AND schemaname = current_schema()) FROM sessions WHERE session_id = 'old'");
+  CHECK_EQ_INT(PQresultStatus(r), PGRES_TUPLES_OK);
+  CHECK_EQ_INT(PQntuples(r), 1);
+  CHECK(atoll(PQgetvalue(r, 0, 0)) > 1600000000000LL);
+  CHECK_EQ_INT(atoll(PQgetvalue(r, 0, 1)), 1);
+  PQclear(r);
+  PQfinish(db);
+  temp_store_remove(path);
+}
 
 static void on_wake(void *ctx, const char *sid) {
   woken *w = ctx;
@@ -294,6 +318,7 @@ int main(void) {
   RUN(test_database_without_rights_is_an_auth_error);
   RUN(test_newer_schema_is_refused_and_left_alone);
   RUN(test_version_1_schema_gets_lost_worker_counts);
+  RUN(test_version_2_database_gets_session_lifetimes);
   RUN(test_a_commit_wakes_another_store);
   RUN(test_two_stores_never_claim_one_step_twice);
   RUN(test_client_only_runtime_sees_other_workers_events);

@@ -99,6 +99,12 @@ class BindingsTest(unittest.TestCase):
         with self.assertRaises(dx.DexaError) as cm:
             self.rt.approve("s-err", "no-call")
         self.assertEqual(cm.exception.name, "DEXA_E_NOT_PENDING")
+        self.assertIsNone(self.rt.snapshot("s-err").ended)
+        self.assertEqual(self.rt.end_session("s-err", "test over")["reason"], "test over")
+        with self.assertRaises(dx.SessionEndedError) as cm:
+            self.rt.send("s-err", "late")
+        self.assertEqual(cm.exception.code, dx.DEXA_E_SESSION_ENDED)
+        self.assertEqual(self.rt.snapshot("s-err").ended["reason"], "test over")
         with self.assertRaises(dx.DexaError) as cm:
             dx.Agent("x", models=[])
         self.assertEqual(cm.exception.name, "DEXA_E_INVALID_ARG")

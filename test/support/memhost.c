@@ -292,6 +292,8 @@ static void apply_decision(memhost *h, const char *json, size_t n) {
     for (int i = h->nsteps - 1; i >= 0; i--)
       if (strcmp(h->steps[i].type, x->valuestring) == 0) remove_step(h, i);
   }
+  if (cJSON_IsTrue(cJSON_GetObjectItem(d, "complete"))) /* the flow is over */
+    while (h->nsteps) remove_step(h, h->nsteps - 1);
   cJSON_ArrayForEach(x, cJSON_GetObjectItem(d, "next")) {
     char *in = cJSON_PrintUnformatted(cJSON_GetObjectItem(x, "input"));
     add_step(h, cJSON_GetObjectItem(x, "step")->valuestring, in);

@@ -11,7 +11,7 @@
 const char *const tour_rpcs[] = {"send_message",     "snapshot",        "list_agent_messages",
                                   "delete_message",   "steer",           "cancel_turn",
                                   "resolve_approval", "answer_question", "execute_plan",
-                                  NULL};
+                                  "end_session",      NULL};
 
 static tour_tool_hook hook;
 static void *hook_user;
@@ -255,6 +255,18 @@ static void compaction_and_reads(tour *t) {
          "list_agent_messages");
 }
 
+/* Last: the session ends, and then refuses every change. */
+static void ending(tour *t) {
+  expect(t, say(t, "/ask still there?") == DEXA_OK, "ask before the end");
+  memhost_run(t->h);
+  expect(t, rpc(t, "end_session", "{\"reason\":\"tour\"}") == DEXA_OK, "end_session");
+  expect(t, memhost_pending(t->h, NULL) == 0, "no Step left after end_session");
+  expect(t, rpc(t, "send_message", "{\"text\":\"late\"}") == DEXA_E_SESSION_ENDED,
+         "send_message after the end");
+  expect(t, rpc(t, "end_session", "{}") == DEXA_E_SESSION_ENDED, "end_session twice");
+  expect(t, rpc(t, "snapshot", "{}") == DEXA_OK, "snapshot after the end");
+}
+
 int tour_run(memhost *h) {
   tour t = {h, 0};
   expect(&t, memhost_start(h, "{}") == DEXA_OK, "StartAgentSession");
@@ -264,5 +276,6 @@ int tour_run(memhost *h) {
   queue_steer_stop(&t);
   plans_and_failures(&t);
   compaction_and_reads(&t);
+  ending(&t);
   return t.failures;
 }

@@ -31,6 +31,7 @@ static const code_case codes[] = {
   C(DEXA_E_ALREADY_EXISTS, DEXA_CLASS_USAGE),
   C(DEXA_E_UNSUPPORTED, DEXA_CLASS_USAGE),
   C(DEXA_E_NOT_PENDING, DEXA_CLASS_USAGE),
+  C(DEXA_E_SESSION_ENDED, DEXA_CLASS_USAGE),
   C(DEXA_E_TRANSIENT, DEXA_CLASS_TRANSIENT),
   C(DEXA_E_TIMEOUT, DEXA_CLASS_TRANSIENT),
   C(DEXA_E_BUSY, DEXA_CLASS_TRANSIENT),
@@ -91,7 +92,7 @@ static void test_class_follows_hundreds_digit(void) {
 }
 
 static void test_unknown_codes_get_fallbacks(void) {
-  const int unknown[] = {1, 42, -1, -99, -100, -117, -199, -299, -399, -500, -903, -1000,
+  const int unknown[] = {1, 42, -1, -99, -100, -118, -199, -299, -399, -500, -903, -1000,
                          INT32_MIN, INT32_MAX};
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
     CHECK_STR(dexa_strerror(unknown[i]), "unknown error");

@@ -496,7 +496,7 @@ static void test_version_1_file_is_migrated_with_nothing_lost(void) {
   CHECK_EQ_INT(seq, 3);
   CHECK_EQ_INT(ord, 4);
   close_conn(s, c);
-  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 4);
+  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 5);
   CHECK_EQ_INT(count_rows("SELECT count(*) FROM sessions WHERE data_ver = 0"), 1);
   CHECK_EQ_INT(count_rows("SELECT skey FROM sessions WHERE session_id = 'old'"), 1);
   CHECK_EQ_INT(count_rows("SELECT skey FROM sessions WHERE session_id = 'new'"), 2);
@@ -546,7 +546,10 @@ static void test_version_2_file_gets_data_versions(void) {
   CHECK_EQ_INT(c->ops->session_data_version(c, "old", &ver), DEXA_OK);
   CHECK_EQ_INT(ver, 1);
   close_conn(s, c);
-  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 4);
+  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 5);
+  /* Version 4: sessions count as active at the upgrade (no idle end at once). */
+  CHECK_EQ_INT(count_rows("SELECT count(*) FROM sessions WHERE active_ms > 1600000000000"), 1);
+  CHECK_EQ_INT(count_rows("SELECT count(*) FROM sqlite_schema WHERE name = 'sessions_active'"), 1);
 }
 
 /* The version 3 layout of steps: no lost_workers. */
@@ -585,7 +588,7 @@ static void test_version_3_file_gets_lost_worker_counts(void) {
   CHECK_EQ_INT(row.lost_workers, 4);
   dexa__step_row_free(&row);
   close_conn(s, c);
-  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 4);
+  CHECK_EQ_INT(count_rows("SELECT value FROM dexa_meta WHERE key = 'schema_version'"), 5);
   CHECK_EQ_INT(count_rows("SELECT lost_workers FROM steps"), 4);
 }
 

@@ -13,7 +13,8 @@ const OP = { START_SESSION: 0, CALL: 1, READ_EVENTS: 2, WAIT_IDLE: 3, LIST_SESSI
   RUN_READY: 5, STOP: 6, POLL: 7 };
 const FOREVER = -1;
 const RUNTIME_OPTIONS = ['store', 'workers', 'sqliteSynchronous', 'leaseMs', 'workerId',
-  'eventsRetained', 'sessionCacheBytes'];
+  'eventsRetained', 'sessionCacheBytes', 'sessionIdleTimeoutMs', 'sessionRetentionMs',
+  'sweepIntervalMs'];
 
 /** One AgentEvents event: its fields in camelCase (type, at, ...), with
  * `token` (resume after it) and `live` (a best-effort delta) besides. */
@@ -35,7 +36,9 @@ function timeoutOf(ms, dflt) {
 /** The embedded runtime of an agent. Options: store (':memory:', a SQLite
  * path, 'sqlite:PATH'), workers (worker threads; 0: drive it with
  * runReady() or poll()), sqliteSynchronous ('full' | 'normal'), leaseMs,
- * workerId, eventsRetained, sessionCacheBytes. An unknown option throws
+ * workerId, eventsRetained, sessionCacheBytes, sessionIdleTimeoutMs (30 days;
+ * 0 never), sessionRetentionMs (7 days; 0 forever), sweepIntervalMs
+ * (60000; 0: no automatic sweep). An unknown option throws
  * UnknownKeyError. Close it (close(), or `await using`) when done. */
 class Runtime {
   constructor(agent, options = {}) {
@@ -44,7 +47,8 @@ class Runtime {
     checkString(o.sqliteSynchronous, 'sqliteSynchronous');
     checkString(o.workerId, 'workerId');
     checkInt(o.workers, 'workers', { max: 256 });
-    for (const k of ['leaseMs', 'eventsRetained', 'sessionCacheBytes']) checkInt(o[k], k);
+    for (const k of ['leaseMs', 'eventsRetained', 'sessionCacheBytes', 'sessionIdleTimeoutMs',
+      'sessionRetentionMs', 'sweepIntervalMs']) checkInt(o[k], k);
     if (!agent || !agent.handle) throw new TypeError('new Runtime(agent, options): agent must be an Agent');
     const { workers = 2, ...libOptions } = o;
     if (libOptions.store === undefined) libOptions.store = ':memory:';
@@ -145,6 +149,13 @@ class Runtime {
   stopTurn(sessionId) { return this._rpc(sessionId, 'cancel_turn', {}); }
 
   cancelTurn(sessionId) { return this.stopTurn(sessionId); }
+
+  /** Ends the session for good (end_session): running Steps are cancelled,
+   * waits end, later changes fail with SessionEndedError. */
+  endSession(sessionId, reason) {
+    if (reason !== undefined) checkString(reason, 'reason');
+    return this._rpc(sessionId, 'end_session', reason === undefined ? {} : { reason });
+  }
 
   approve(sessionId, callId, note) { return this._resolve(sessionId, callId, 'approve', note); }
 

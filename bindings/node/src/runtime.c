@@ -28,10 +28,13 @@ static void runtime_opts_free(runtime_opts *ro) {
 }
 
 /* Reads {store, sqliteSynchronous, workerId, leaseMs, eventsRetained,
- * sessionCacheBytes}; an unknown key throws. */
+ * sessionCacheBytes, sessionIdleTimeoutMs, sessionRetentionMs,
+ * sweepIntervalMs}; an unknown key throws. */
 static bool runtime_opts_read(napi_env env, napi_value v, runtime_opts *ro) {
   static const char *const keys[] = {"store", "sqliteSynchronous", "workerId", "leaseMs",
-                                     "eventsRetained", "sessionCacheBytes", NULL};
+                                     "eventsRetained", "sessionCacheBytes",
+                                     "sessionIdleTimeoutMs", "sessionRetentionMs",
+                                     "sweepIntervalMs", NULL};
   memset(ro, 0, sizeof *ro);
   lib.dexa_runtime_options_init(&ro->o, sizeof ro->o);
   if (!check_keys(env, v, keys, "runtime options")) return false;
@@ -44,6 +47,10 @@ static bool runtime_opts_read(napi_env env, napi_value v, runtime_opts *ro) {
   ro->o.lease_ms = prop_i64(env, v, "leaseMs", ro->o.lease_ms);
   ro->o.events_retained = prop_i64(env, v, "eventsRetained", ro->o.events_retained);
   ro->o.session_cache_bytes = prop_i64(env, v, "sessionCacheBytes", ro->o.session_cache_bytes);
+  ro->o.session_idle_timeout_ms =
+      prop_i64(env, v, "sessionIdleTimeoutMs", ro->o.session_idle_timeout_ms);
+  ro->o.session_retention_ms = prop_i64(env, v, "sessionRetentionMs", ro->o.session_retention_ms);
+  ro->o.sweep_interval_ms = prop_i64(env, v, "sweepIntervalMs", ro->o.sweep_interval_ms);
   return true;
 }
 
@@ -58,6 +65,10 @@ static napi_value options_object(napi_env env, const dexa_runtime_options *o) {
   napi_set_named_property(env, obj, "lease_ms", int_val(env, o->lease_ms));
   napi_set_named_property(env, obj, "events_retained", int_val(env, o->events_retained));
   napi_set_named_property(env, obj, "session_cache_bytes", int_val(env, o->session_cache_bytes));
+  napi_set_named_property(env, obj, "session_idle_timeout_ms",
+                          int_val(env, o->session_idle_timeout_ms));
+  napi_set_named_property(env, obj, "session_retention_ms", int_val(env, o->session_retention_ms));
+  napi_set_named_property(env, obj, "sweep_interval_ms", int_val(env, o->sweep_interval_ms));
   return obj;
 }
 

@@ -255,6 +255,14 @@ typedef struct dexa_runtime_options {
   int64_t session_cache_bytes;
   dexa_log_fn log;
   void *log_user_data;
+  void *on_span_start; /* dexa_span_fn: not used from Python */
+  void *on_span_end;
+  void *trace_user_data;
+  int32_t otlp_exporter_off;
+  int32_t reserved1;
+  int64_t session_idle_timeout_ms;
+  int64_t session_retention_ms;
+  int64_t sweep_interval_ms;
 } dexa_runtime_options;
 int dexa_runtime_options_init(dexa_runtime_options *options, size_t struct_size);
 int dexa_runtime_new(dexa_runtime **out, const dexa_agent *agent,

@@ -134,6 +134,10 @@ class AsyncRuntime:
 
     cancel_turn = stop_turn
 
+    async def end_session(self, session_id: str, reason: Optional[str] = None) -> Any:
+        """See :meth:`Runtime.end_session <dexagents.Runtime.end_session>`."""
+        return await self._run(self.runtime.end_session, session_id, reason)
+
     async def approve(self, session_id: str, call_id: str, note: Optional[str] = None) -> Any:
         """See :meth:`Runtime.approve <dexagents.Runtime.approve>`."""
         return await self._run(self.runtime.approve, session_id, call_id, note)

@@ -23,7 +23,8 @@ CODES: Dict[str, int] = {
     "DEXA_E_EMPTY_MESSAGE": -107, "DEXA_E_BAD_STATE": -108, "DEXA_E_UNKNOWN_KEY": -109,
     "DEXA_E_INVALID_RESUME_TOKEN": -110, "DEXA_E_STALE_REVISION": -111,
     "DEXA_E_TOO_LARGE": -112, "DEXA_E_REENTRANT": -113, "DEXA_E_ALREADY_EXISTS": -114,
-    "DEXA_E_UNSUPPORTED": -115, "DEXA_E_NOT_PENDING": -116, "DEXA_E_TRANSIENT": -201,
+    "DEXA_E_UNSUPPORTED": -115, "DEXA_E_NOT_PENDING": -116, "DEXA_E_SESSION_ENDED": -117,
+    "DEXA_E_TRANSIENT": -201,
     "DEXA_E_TIMEOUT": -202, "DEXA_E_BUSY": -203, "DEXA_E_IO": -204,
     "DEXA_E_RATE_LIMITED": -205, "DEXA_E_PERMANENT": -301, "DEXA_E_MODEL": -302,
     "DEXA_E_TOOL": -303, "DEXA_E_STATE_LIMIT": -304, "DEXA_E_CALLBACK_FAILED": -305,
@@ -201,6 +202,11 @@ class NotPendingError(UsageError, LookupError):
     waiting for one."""
 
 
+class SessionEndedError(UsageError):
+    """DEXA_E_SESSION_ENDED: the session has ended (end_session, or the
+    runtime's idle timeout); it takes no more messages or decisions."""
+
+
 class TimedOutError(TransientError, TimeoutError):
     """DEXA_E_TIMEOUT: the operation ran out of time (also a built-in
     TimeoutError)."""
@@ -258,7 +264,7 @@ _BY_CODE: Dict[int, Type[DexaError]] = {
     -107: EmptyMessageError, -108: BadStateError, -109: UnknownKeyError,
     -110: InvalidResumeTokenError, -111: StaleRevisionError, -112: TooLargeError,
     -113: ReentrantError, -114: AlreadyExistsError, -115: UnsupportedError,
-    -116: NotPendingError, -201: TransientError, -202: TimedOutError, -203: BusyError,
+    -116: NotPendingError, -117: SessionEndedError, -201: TransientError, -202: TimedOutError, -203: BusyError,
     -204: IOFailedError, -205: RateLimitedError, -301: PermanentError, -302: ModelError,
     -303: ToolError, -304: StateLimitError, -305: CallbackFailedError, -306: CorruptError,
     -307: AuthError, -901: OutOfMemoryError, -902: InternalError,

@@ -87,7 +87,10 @@ class Runtime:
     dexa_runtime_options_init(3)): ``lease_ms`` (10000), ``worker_id``
     ("<host>-<pid>"), ``events_retained`` (10000 per session),
     ``sqlite_synchronous`` ("full" or "normal"), ``session_cache_bytes``
-    (64 MiB; 0 turns the cache off). ``log``: a callable ``log(level,
+    (64 MiB; 0 turns the cache off), ``session_idle_timeout_ms`` (30 days;
+    0 never ends an idle session), ``session_retention_ms`` (7 days; 0
+    keeps ended sessions), ``sweep_interval_ms`` (60000; 0: no automatic
+    sweep). ``log``: a callable ``log(level,
     message)`` that receives the errors the runtime handles itself (level
     1 error, 2 warning, 3 info, 4 debug; see dexa_runtime_new(3)); it is
     called from the runtime's threads, must return quickly, must not call
@@ -106,6 +109,9 @@ class Runtime:
                  events_retained: Optional[int] = None,
                  sqlite_synchronous: Optional[str] = None,
                  session_cache_bytes: Optional[int] = None,
+                 session_idle_timeout_ms: Optional[int] = None,
+                 session_retention_ms: Optional[int] = None,
+                 sweep_interval_ms: Optional[int] = None,
                  log: Optional[Callable[[int, str], Any]] = None,
                  exit_timeout: float = 5.0) -> None:
         """Opens the store (creating it when missing) and starts ``workers``
@@ -131,6 +137,12 @@ class Runtime:
             o.events_retained = events_retained
         if session_cache_bytes is not None:
             o.session_cache_bytes = session_cache_bytes
+        if session_idle_timeout_ms is not None:
+            o.session_idle_timeout_ms = session_idle_timeout_ms
+        if session_retention_ms is not None:
+            o.session_retention_ms = session_retention_ms
+        if sweep_interval_ms is not None:
+            o.sweep_interval_ms = sweep_interval_ms
         # Kept as long as this object: the C runtime may log until it is freed.
         self._log_handle = None
         if log is not None:
@@ -315,6 +327,13 @@ class Runtime:
         return self.call(session_id, "cancel_turn")
 
     cancel_turn = stop_turn
+
+    def end_session(self, session_id: str, reason: Optional[str] = None) -> Any:
+        """Ends the session for good (end_session): running Steps are
+        cancelled and waits end; later changes raise
+        :class:`~dexagents.SessionEndedError`, reads answer until the
+        retention passes."""
+        return self.call(session_id, "end_session", {} if reason is None else {"reason": reason})
 
     def _resolve(self, session_id: str, call_id: str, decision: str,
                  note: Optional[str]) -> Any:

@@ -244,8 +244,10 @@ class Snapshot(Record):
     """The durable view of a session (the snapshot RPC): settings, turn,
     transcript counters, plan, the newest 200 messages, the queue, the
     pending approvals, questions and timers, a pending steer or stop, the
-    compaction summary, and the resume token of the newest event (read the
-    events after it to follow the session from this snapshot on)."""
+    compaction summary, the session's end (``{"at", "reason"}`` once
+    end_session or the idle timeout ended it, else None), and the resume
+    token of the newest event (read the events after it to follow the
+    session from this snapshot on)."""
 
     session_id: str = ""
     session: Optional[SessionSettings] = None
@@ -257,6 +259,7 @@ class Snapshot(Record):
     pending: List[PendingItem] = field(default_factory=list)
     control: Optional[TurnControl] = None
     summary: Optional[ContextSummary] = None
+    ended: Optional[Dict[str, Any]] = None
     resume_token: str = ""
     _nested = {"session": _one(SessionSettings), "turn": _one(Turn),
                 "transcript": _one(Transcript), "plan": _one(Plan),
