@@ -548,6 +548,33 @@ async function banners(sessionUrl) {
     await ctx.close();
   });
 
+  await check('an ended chat stays readable with a banner and takes no more messages', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const p2 = await ctx.newPage();
+    await newChat(p2, 'a chat to end');
+    await waitText(p2, 'Local demo response: a chat to end');
+    await waitIdle(p2);
+    const id = new URL(p2.url()).searchParams.get('session');
+    const token = await p2.evaluate((sid) => localStorage.getItem(`ai-agent-token:${sid}`), id);
+    // the live page hears session_ended
+    const res = await p2.evaluate(async ({ sid, tok }) => {
+      const r = await fetch(`sessions/${encodeURIComponent(sid)}/end`, { method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Agent-Session-Token': tok }, body: '{}' });
+      return r.status;
+    }, { sid: id, tok: token });
+    assert(res === 200, `POST end: ${res}`);
+    await p2.waitForSelector('#banner[data-kind="ended"]', { timeout: T });
+    assert(await p2.isDisabled('#message'), 'composer disabled');
+    // and a reload shows the same from the snapshot, the transcript still there
+    await p2.reload();
+    await p2.waitForSelector('#banner[data-kind="ended"]', { timeout: T });
+    assert((await p2.textContent('#banner')).includes('has ended'), await p2.textContent('#banner'));
+    await waitText(p2, 'Local demo response: a chat to end');
+    assert(await p2.isDisabled('#message'), 'composer disabled after a reload');
+    await p2.screenshot({ path: path.join(outDir, 'desktop-93-ended.png') });
+    await ctx.close();
+  });
+
   await check('a chat the server no longer has: "no longer exists"', async () => {
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     const p2 = await ctx.newPage();

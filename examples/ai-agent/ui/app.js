@@ -1138,6 +1138,18 @@ async function loadSnapshot(gen = S.gen, positionStream = false) {
   }
 }
 
+// An ended session (end_session, or the server's idle timeout) stays
+// readable until its retention passes; it takes no more messages.
+function showEnded(ended) {
+  if (S.access === 'ended') return;
+  S.access = 'ended';
+  const fresh = h('button', { type: 'button', class: 'btn small primary', onclick: () => go(null) }, 'New chat');
+  const why = ended && ended.reason === 'idle_timeout' ? ': it was idle for too long' : '';
+  banner(`This chat has ended${why}. You can still read it; start a new chat to go on.`, 'warn', [fresh]);
+  $('banner').dataset.kind = 'ended';
+  updateChrome();
+}
+
 function mergeSnapshot(snap) {
   $('session-model').textContent = (snap.session && snap.session.model) || '';
   const msgs = (snap.messages || []).slice().sort((a, b) => a.seq - b.seq);
@@ -1170,6 +1182,7 @@ function mergeSnapshot(snap) {
     renderSidebar();
   }
   setTitle(store.meta(S.id).title || 'Chat');
+  if (snap.ended) showEnded(snap.ended);
   updateChrome();
 }
 
@@ -1190,6 +1203,9 @@ setInterval(() => {
 
 function onEvent(ev) {
   switch (ev.type) {
+    case 'session_ended':
+      showEnded({ reason: ev.reason });
+      break;
     case 'turn_started':
       S.turn = { turn: ev.turn, status: 'running', mode: ev.mode, control: null };
       S.retry = null;
