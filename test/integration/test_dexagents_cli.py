@@ -5,8 +5,9 @@
 DEX_AGENT_* over it, the terminal chat from a pipe and on a pseudo-terminal
 (input read while a timer is waited for: Stop and Steer), a worker that
 drains on SIGTERM while a Slack post is in flight (a local server speaking
-the Slack Web API on a free port), serve with its routes, the graph, store
-check/copy/vacuum. Prints "N passed, N failed" for test/run.
+the Slack Web API on a free port), serve with its routes and its Slack tool
+(waits for Approve, posts once; not offered without the connector file),
+the graph, store check/copy/vacuum. Prints "N passed, N failed" for test/run.
 
 The program is $BUILD/bin/dexagents (BUILD defaults to build)."""
 import http.server
@@ -710,6 +711,146 @@ class ServeTest(Base):
         r = run("serve", "--store", self.store, "--config", cfg)
         self.assertEqual(r.returncode, 3)
         self.assertIn("idleTimeout", r.stderr)
+
+
+class ServeSlackTest(Base):
+    """serve offers slack_post_thread_reply when DEX_CONNECTOR_CONFIG_FILE
+    names a support-slack connection (FakeSlack on 127.0.0.1), through the
+    HTTP routes: the call waits for Approve, then posts once; without the
+    variable the tool is not offered."""
+
+    P = "/products/ai-agent"
+    ARGS = {"channelId": "C1", "threadTimestamp": "1.2", "text": "hi"}
+
+    def serve(self, env):
+        s = subprocess.Popen([DEX, "serve", "--listen", "127.0.0.1:0", "--store", self.store,
+                              "--ui", "examples/ai-agent/ui"], cwd=ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.procs.append(s)  # killed in tearDown, whatever happens here
+        s.log = []
+        threading.Thread(target=lambda: [s.log.append(x) for x in s.stderr], daemon=True).start()
+        line = wait_until("the address", lambda: (lambda l: l if "open http" in l or not l else None)(
+            s.stdout.readline()))
+        self.assertIn("open http://127.0.0.1:", line, "".join(s.log))
+        threading.Thread(target=lambda: [None for _ in s.stdout], daemon=True).start()  # never blocks
+        self.port = int(line.split("open http://127.0.0.1:")[1].split("/")[0])
+        return s
+
+    def call(self, method, path, body=None, token=None):
+        """A route under P, its Host header the listen address (urllib's)."""
+        req = urllib.request.Request("http://127.0.0.1:%d%s%s" % (self.port, self.P, path), method=method,
+                                     data=json.dumps(body).encode() if body is not None else None,
+                                     headers={"Content-Type": "application/json",
+                                              **({"X-Agent-Session-Token": token} if token else {})})
+        with urllib.request.urlopen(req, timeout=LONG) as r:
+            self.assertEqual(r.status, 200, path)
+            return json.load(r)
+
+    def start_and_send(self):
+        started = self.call("POST", "/sessions", {})
+        sid, tok = started["session_id"], started["session_token"]
+        self.call("POST", "/sessions/%s/messages" % sid,
+                  {"text": "/tool slack_post_thread_reply " + json.dumps(self.ARGS)}, tok)
+        return sid, tok
+
+    def snapshot(self, sid, tok):
+        return self.call("GET", "/sessions/" + sid, token=tok)
+
+    def tool_results(self, snap):
+        return [m for m in snap["messages"] if m.get("role") == "tool"
+                and m.get("name") == "slack_post_thread_reply"]
+
+    def events_text(self, sid, tok):
+        """The route's event stream (Server-Sent Events) from the oldest
+        event up to the first turn_finished."""
+        import http.client
+        h = http.client.HTTPConnection("127.0.0.1", self.port, timeout=LONG)
+        h.request("GET", "%s/sessions/%s/events" % (self.P, sid),
+                  headers={"X-Agent-Session-Token": tok})
+        r = h.getresponse()
+        self.assertEqual(r.status, 200)
+        got = []
+        end = time.monotonic() + LONG
+        while time.monotonic() < end:
+            line = r.fp.readline().decode("utf-8", "replace")
+            if not line:
+                break
+            got.append(line)
+            if line.startswith("data:") and '"turn_finished"' in line:
+                break
+        h.close()
+        text = "".join(got)
+        self.assertIn('"turn_finished"', text)
+        return text
+
+    def test_serve_offers_the_slack_tool_when_configured(self):
+        slack = FakeSlack()
+        self.addCleanup(slack.close)  # after tearDown has killed serve
+        cfg = os.path.join(self.tmp, "connectors.json")
+        with open(cfg, "w") as f:
+            json.dump({"connections": {"support-slack": {
+                "type": "slack", "tokenEnv": "TEST_SLACK_TOKEN",
+                "baseUrl": "http://127.0.0.1:%d/api" % slack.port}}}, f)
+        s = self.serve(clean_env(DEX_AGENT_SESSION_KEY="test-key", DEX_CONNECTOR_CONFIG_FILE=cfg,
+                                 TEST_SLACK_TOKEN=TOKEN))
+        sid, tok = self.start_and_send()
+        # the call waits for Approve: pending, and nothing posted
+        pending = wait_until("the approval", lambda: self.snapshot(sid, tok)["pending"])
+        self.assertEqual(len(pending), 1)
+        p = pending[0]
+        self.assertEqual((p["kind"], p["name"], p["effect"], p["source"]),
+                         ("approval", "slack_post_thread_reply", "write", "support-slack"))
+        self.assertEqual(p["arguments"], self.ARGS)
+        time.sleep(0.5)
+        self.assertEqual(slack.posts, [])
+        self.assertFalse(self.tool_results(self.snapshot(sid, tok)))
+        self.assertEqual(self.call("POST", "/sessions/%s/approvals" % sid,
+                                   {"call_id": p["call_id"], "decision": "approve"}, tok),
+                         {"accepted": True})
+        self.assertTrue(slack.received.wait(LONG), "FakeSlack got no post")
+        slack.released.set()
+        done = wait_until("the tool result", lambda: (lambda snap: snap if self.tool_results(snap)
+                                                      and snap["turn"]["status"] == "idle" else None)(
+            self.snapshot(sid, tok)))
+        [result] = self.tool_results(done)
+        self.assertEqual((result["call_id"], result["status"]), (p["call_id"], "ok"), result)
+        self.assertIn("Posted the reply in thread 1.2 of C1", result["output"])
+        self.assertEqual(done["pending"], [])
+        self.assertTrue(done["messages"][-1]["text"].startswith(
+            "Tool slack_post_thread_reply (ok): Posted the reply"), done["messages"][-1])
+        # exactly one chat.postMessage, in the thread, with the bearer token
+        self.assertEqual(len(slack.posts), 1, slack.posts)
+        path, auth, body = slack.posts[0]
+        self.assertEqual((path, auth), ("/api/chat.postMessage", "Bearer " + TOKEN))
+        self.assertEqual((body["channel"], body["thread_ts"], body["text"]), ("C1", "1.2", "hi"))
+        # the token is never shown: not in the snapshot, the events, serve's output
+        for out in (json.dumps(done), self.events_text(sid, tok),
+                    json.dumps(self.dj("sessions", "events", sid))):
+            self.assertNotIn(TOKEN, out)
+            self.assertNotIn("SECRET", out)
+        self.assertIn("Slack connection support-slack", "".join(s.log))
+        s.send_signal(signal.SIGTERM)
+        self.assertEqual(s.wait(timeout=LONG), 0)
+        self.assertNotIn("SECRET", "".join(s.log))
+        self.assertEqual(len(slack.posts), 1)
+
+    def test_serve_without_a_connector_file_offers_no_slack_tool(self):
+        slack = FakeSlack()  # listening, never called
+        self.addCleanup(slack.close)
+        slack.released.set()
+        s = self.serve(clean_env(DEX_AGENT_SESSION_KEY="test-key", TEST_SLACK_TOKEN=TOKEN))
+        sid, tok = self.start_and_send()
+        done = wait_until("the tool result", lambda: (lambda snap: snap if self.tool_results(snap)
+                                                      and snap["turn"]["status"] == "idle" else None)(
+            self.snapshot(sid, tok)))
+        [result] = self.tool_results(done)
+        self.assertEqual(result["status"], "error", result)
+        self.assertIn('unknown tool "slack_post_thread_reply": it is not offered', result["output"])
+        self.assertEqual(done["pending"], [])  # no approval asked for
+        self.assertEqual(slack.posts, [])
+        self.assertIn("no Slack tools: DEX_CONNECTOR_CONFIG_FILE is not set", "".join(s.log))
+        s.send_signal(signal.SIGTERM)
+        self.assertEqual(s.wait(timeout=LONG), 0)
 
 
 def main():
