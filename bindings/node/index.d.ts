@@ -571,6 +571,27 @@ export interface RuntimeOptions {
   sessionRetentionMs?: number;
   /** How often worker threads sweep (default 60000; 0: never by themselves). */
   sweepIntervalMs?: number;
+  /**
+   * Receives the errors the runtime handles itself instead of returning them
+   * to a caller (a worker's failed claim or completion, a lost lease, a
+   * store batch run again, a reconnect; dexa_runtime_options.log), with the
+   * cause. Called on the JS thread, never on a worker thread; repeats of one
+   * message are rate-limited by the library. Messages the JS thread does not
+   * take in time are dropped, and the next one delivered is preceded by a
+   * warning saying how many. What it throws is ignored. It keeps no process
+   * alive; it is released when close() completes (messages queued by then are still delivered).
+   */
+  onLog?: (message: LogMessage) => void;
+}
+
+/** One log message of a runtime (see RuntimeOptions.onLog). */
+export interface LogMessage {
+  /** DEXA_LOG_ERROR 1 (work failed, not retried), DEXA_LOG_WARNING 2 (an error the runtime retries), DEXA_LOG_INFO 3 (recovery and notable events, e.g. a worker was lost), DEXA_LOG_DEBUG 4. */
+  level: 1 | 2 | 3 | 4;
+  /** The level's name. */
+  levelName: 'error' | 'warning' | 'info' | 'debug';
+  /** The message (UTF-8 text, a copy of the library's). */
+  message: string;
 }
 
 /** The dexa_runtime_options a runtime was made with, read back. */

@@ -14,7 +14,7 @@ const OP = { START_SESSION: 0, CALL: 1, READ_EVENTS: 2, WAIT_IDLE: 3, LIST_SESSI
 const FOREVER = -1;
 const RUNTIME_OPTIONS = ['store', 'workers', 'sqliteSynchronous', 'leaseMs', 'workerId',
   'eventsRetained', 'sessionCacheBytes', 'sessionIdleTimeoutMs', 'sessionRetentionMs',
-  'sweepIntervalMs'];
+  'sweepIntervalMs', 'onLog'];
 
 /** One AgentEvents event: its fields in camelCase (type, at, ...), with
  * `token` (resume after it) and `live` (a best-effort delta) besides. */
@@ -38,7 +38,9 @@ function timeoutOf(ms, dflt) {
  * runReady() or poll()), sqliteSynchronous ('full' | 'normal'), leaseMs,
  * workerId, eventsRetained, sessionCacheBytes, sessionIdleTimeoutMs (30 days;
  * 0 never), sessionRetentionMs (7 days; 0 forever), sweepIntervalMs
- * (60000; 0: no automatic sweep). An unknown option throws
+ * (60000; 0: no automatic sweep), onLog (a function receiving {level,
+ * levelName, message} for each error the runtime handles itself, on the JS
+ * thread; what it throws is ignored). An unknown option throws
  * UnknownKeyError. Close it (close(), or `await using`) when done. */
 class Runtime {
   constructor(agent, options = {}) {
@@ -49,6 +51,9 @@ class Runtime {
     checkInt(o.workers, 'workers', { max: 256 });
     for (const k of ['leaseMs', 'eventsRetained', 'sessionCacheBytes', 'sessionIdleTimeoutMs',
       'sessionRetentionMs', 'sweepIntervalMs']) checkInt(o[k], k);
+    if (o.onLog !== undefined && typeof o.onLog !== 'function') {
+      throw new TypeError('onLog must be a function ({level, levelName, message}) => void');
+    }
     if (!agent || !agent.handle) throw new TypeError('new Runtime(agent, options): agent must be an Agent');
     const { workers = 2, ...libOptions } = o;
     if (libOptions.store === undefined) libOptions.store = ':memory:';
@@ -291,7 +296,7 @@ class Runtime {
 /** The dexa_runtime_options the options make, read back (for tests and
  * diagnostics: what reaches the library). */
 function runtimeOptions(options = {}) {
-  const { workers, ...rest } = checkOptions(options, RUNTIME_OPTIONS, 'runtimeOptions');
+  const { workers, onLog, ...rest } = checkOptions(options, RUNTIME_OPTIONS, 'runtimeOptions');
   return camelize(rethrow(() => native().runtimeOptions(rest)));
 }
 

@@ -29,12 +29,13 @@ static void runtime_opts_free(runtime_opts *ro) {
 
 /* Reads {store, sqliteSynchronous, workerId, leaseMs, eventsRetained,
  * sessionCacheBytes, sessionIdleTimeoutMs, sessionRetentionMs,
- * sweepIntervalMs}; an unknown key throws. */
+ * sweepIntervalMs, onLog}; an unknown key throws. onLog is not read here
+ * (js_runtime_new makes its log sink). */
 static bool runtime_opts_read(napi_env env, napi_value v, runtime_opts *ro) {
   static const char *const keys[] = {"store", "sqliteSynchronous", "workerId", "leaseMs",
                                      "eventsRetained", "sessionCacheBytes",
                                      "sessionIdleTimeoutMs", "sessionRetentionMs",
-                                     "sweepIntervalMs", NULL};
+                                     "sweepIntervalMs", "onLog", NULL};
   memset(ro, 0, sizeof *ro);
   lib.dexa_runtime_options_init(&ro->o, sizeof ro->o);
   if (!check_keys(env, v, keys, "runtime options")) return false;
@@ -83,6 +84,154 @@ napi_value js_runtime_options(napi_env env, napi_callback_info info) {
   if (runtime_opts_read(env, argc ? argv[0] : NULL, &ro)) obj = options_object(env, &ro.o);
   runtime_opts_free(&ro);
   return obj;
+}
+
+/* ---- the log (onLog) --------------------------------------------------------------
+ *
+ * dexa_runtime_options.log is called on the runtime's threads (and on the
+ * threads calling into it) with a message borrowed for the call. The sink
+ * copies it and queues it on a threadsafe function whose JS side calls
+ * onLog({level, levelName, message}) on the JS thread. A worker never
+ * waits: the call is non-blocking and a full queue drops the message,
+ * counted; the next message delivered is preceded by a warning saying how
+ * many were dropped. The function is unref'd (a log keeps no process
+ * alive) and released once dexa_runtime_free returned (no call can come
+ * after that); under the sink's mutex, so no call follows the release or
+ * the environment's teardown finalizing it. */
+
+#define LOG_QUEUE 1024
+
+struct log_sink {
+  pthread_mutex_t mu;
+  napi_threadsafe_function tsfn; /* NULL once released or finalized (under mu) */
+  int64_t dropped;               /* refused by a full queue since the last one queued (under mu) */
+  int refs;                      /* the runtime's and the function's (under mu) */
+  addon_state *st;
+};
+
+typedef struct log_msg {
+  int32_t level;
+  int64_t dropped; /* dropped just before this one */
+  char text[];
+} log_msg;
+
+static void log_sink_unref(log_sink *ls) {
+  pthread_mutex_lock(&ls->mu);
+  int last = --ls->refs == 0;
+  pthread_mutex_unlock(&ls->mu);
+  if (!last) return;
+  pthread_mutex_destroy(&ls->mu);
+  free(ls);
+}
+
+/* Any thread: the runtime's dexa_log_fn. */
+static void log_trampoline(void *user, int32_t level, const char *message) {
+  log_sink *ls = user;
+  size_t n = message ? strlen(message) : 0;
+  log_msg *m = malloc(sizeof *m + n + 1);
+  if (m) {
+    m->level = level;
+    if (n) memcpy(m->text, message, n);
+    m->text[n] = 0;
+  }
+  napi_status s = napi_closing;
+  pthread_mutex_lock(&ls->mu);
+  if (ls->tsfn && !atomic_load(&ls->st->closing)) {
+    if (m) {
+      m->dropped = ls->dropped;
+      s = napi_call_threadsafe_function(ls->tsfn, m, napi_tsfn_nonblocking);
+    }
+    if (s == napi_ok) ls->dropped = 0;
+    else if (!m || s == napi_queue_full) ls->dropped++;
+  }
+  pthread_mutex_unlock(&ls->mu);
+  if (s != napi_ok) free(m);
+}
+
+static const char *log_level_name(int32_t level) {
+  switch (level) {
+    case DEXA_LOG_ERROR: return "error";
+    case DEXA_LOG_WARNING: return "warning";
+    case DEXA_LOG_INFO: return "info";
+    case DEXA_LOG_DEBUG: return "debug";
+    default: return "unknown";
+  }
+}
+
+/* Calls onLog({level, levelName, message}); what it throws is ignored (a
+ * log callback cannot fail the runtime), as in the Python binding. */
+static void log_deliver(napi_env env, napi_value fn, int32_t level, const char *text) {
+  napi_value obj, undef, ex;
+  bool pending = false;
+  napi_create_object(env, &obj);
+  napi_set_named_property(env, obj, "level", int_val(env, level));
+  napi_set_named_property(env, obj, "levelName",
+                          str_val(env, log_level_name(level), NAPI_AUTO_LENGTH));
+  napi_set_named_property(env, obj, "message", str_val(env, text, NAPI_AUTO_LENGTH));
+  napi_get_undefined(env, &undef);
+  napi_call_function(env, undef, fn, 1, &obj, NULL);
+  napi_is_exception_pending(env, &pending);
+  if (pending) napi_get_and_clear_last_exception(env, &ex);
+}
+
+/* The JS thread (env NULL: the function is going away; only frees). */
+static void log_js(napi_env env, napi_value fn, void *context, void *data) {
+  log_msg *m = data;
+  if (env && fn) {
+    if (m->dropped) {
+      char t[160];
+      snprintf(t, sizeof t, "%lld log message%s dropped: the JavaScript thread did not take them in time",
+               (long long)m->dropped, m->dropped == 1 ? "" : "s");
+      log_deliver(env, fn, DEXA_LOG_WARNING, t);
+    }
+    log_deliver(env, fn, m->level, m->text);
+  }
+  free(m);
+}
+
+/* The function is gone: released by log_sink_close, or finalized by the
+ * environment's teardown (which may come first at exit). */
+static void log_finalize(napi_env env, void *data, void *hint) {
+  log_sink *ls = data;
+  pthread_mutex_lock(&ls->mu);
+  ls->tsfn = NULL;
+  pthread_mutex_unlock(&ls->mu);
+  log_sink_unref(ls);
+}
+
+/* A sink calling fn (JS thread); NULL after throwing. */
+static log_sink *log_sink_new(napi_env env, napi_value fn) {
+  napi_value name;
+  log_sink *ls = calloc(1, sizeof *ls);
+  if (!ls) {
+    throw_dexa(env, DEXA_E_NOMEM, NULL);
+    return NULL;
+  }
+  pthread_mutex_init(&ls->mu, NULL);
+  ls->refs = 2; /* the runtime's, the function's */
+  ls->st = state_of(env);
+  napi_create_string_utf8(env, "dexagents.log", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_threadsafe_function(env, fn, NULL, name, LOG_QUEUE, 1, ls, log_finalize, NULL,
+                                      log_js, &ls->tsfn) != napi_ok) {
+    pthread_mutex_destroy(&ls->mu);
+    free(ls);
+    throw_dexa(env, DEXA_E_INVALID_ARG, "onLog must be a function");
+    return NULL;
+  }
+  napi_unref_threadsafe_function(env, ls->tsfn); /* a log keeps no process alive */
+  return ls;
+}
+
+/* The C runtime is freed (or was never made): no log call can come any
+ * more; the function is released (any thread). Messages already queued are
+ * still delivered. */
+static void log_sink_close(log_sink *ls) {
+  if (!ls) return;
+  pthread_mutex_lock(&ls->mu);
+  if (ls->tsfn) napi_release_threadsafe_function(ls->tsfn, napi_tsfn_release);
+  ls->tsfn = NULL;
+  pthread_mutex_unlock(&ls->mu);
+  log_sink_unref(ls);
 }
 
 /* ---- runtime boxes -------------------------------------------------------------- */
@@ -158,12 +307,16 @@ static void runtime_free_now(runtime_box *rb) {
     t->task = NULL;
   }
   rb->freed = 1; /* no one uses rt past this point */
+  log_sink *ls = rb->log; /* the first to free it closes the log */
+  rb->log = NULL;
   pthread_mutex_unlock(&rb->mu);
   lib.dexa_runtime_free(rt); /* joins the workers; NULL is a no-op */
+  log_sink_close(ls);       /* after the last log call */
 }
 
 /* runtimeNew(agent, options) -> {handle, options}: options are the fields of
- * the dexa_runtime_options given to dexa_runtime_new, read back. */
+ * the dexa_runtime_options given to dexa_runtime_new, read back. options.onLog
+ * (a function) receives the runtime's log messages (see the log above). */
 napi_value js_runtime_new(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2], ext, res;
@@ -176,6 +329,22 @@ napi_value js_runtime_new(napi_env env, napi_callback_info info) {
     runtime_opts_free(&ro);
     return NULL;
   }
+  napi_value on_log = argc > 1 ? prop(env, argv[1], "onLog") : NULL;
+  log_sink *ls = NULL;
+  if (on_log) {
+    napi_valuetype t = napi_undefined;
+    napi_typeof(env, on_log, &t);
+    if (t != napi_function) {
+      runtime_opts_free(&ro);
+      return throw_dexa(env, DEXA_E_INVALID_ARG, "onLog must be a function");
+    }
+    if (!(ls = log_sink_new(env, on_log))) {
+      runtime_opts_free(&ro);
+      return NULL;
+    }
+    ro.o.log = log_trampoline;
+    ro.o.log_user_data = ls;
+  }
   runtime_box *rb = calloc(1, sizeof *rb);
   char err[512] = "";
   int rc = rb ? lib.dexa_runtime_new(&rb->rt, box->agent, &ro.o, err, sizeof err) : DEXA_E_NOMEM;
@@ -186,8 +355,10 @@ napi_value js_runtime_new(napi_env env, napi_callback_info info) {
   if (rc != DEXA_OK) {
     if (rb) lib.dexa_runtime_free(rb->rt);
     free(rb);
+    log_sink_close(ls);
     return throw_dexa(env, rc, err);
   }
+  rb->log = ls;
   pthread_mutex_init(&rb->mu, NULL);
   pthread_cond_init(&rb->cv, NULL);
   rb->refs = 1;

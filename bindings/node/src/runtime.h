@@ -6,6 +6,7 @@
 #include "common.h"
 
 typedef struct task_box task_box;
+typedef struct log_sink log_sink;
 
 typedef struct runtime_box {
   dexa_runtime *rt;
@@ -21,6 +22,7 @@ typedef struct runtime_box {
   int refs;           /* the external and each task box (JS thread) */
   bool holding;       /* keeps the event loop alive (JS thread) */
   struct runtime_box *prev, *next; /* the environment's runtimes (JS thread) */
+  log_sink *log;      /* onLog's, released once the C runtime is freed (under mu) */
 } runtime_box;
 
 /* A task claimed by poll: the runtime keeps it until it is completed or

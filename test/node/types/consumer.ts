@@ -42,6 +42,14 @@ if (e.ready) e.take({ x: [1] });
 async function main(): Promise<void> {
   await using rt = new Runtime(agent, { store: ':memory:', workers: 1, sessionCacheBytes: 1 << 20 });
   const leaseMs: number = rt.libraryOptions.leaseMs;
+  const logs: string[] = [];
+  await using logged = new Runtime(agent, { workers: 0, onLog: (m: dx.LogMessage) => {
+    const level: 1 | 2 | 3 | 4 = m.level;
+    logs.push(`${m.levelName} ${level}: ${m.message}`);
+  } });
+  // @ts-expect-error onLog receives one message object, not (level, message)
+  new Runtime(agent, { onLog: (level: number, message: string) => void [level, message] });
+  void logged;
   const sid = await rt.startSession({ settings: {} });
   const sent: { messageId: string; queued: boolean } = await rt.send(sid, '/ask What colour?');
   await rt.waitIdle(sid, { timeoutMs: 5000, signal: AbortSignal.timeout(10000) });
