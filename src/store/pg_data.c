@@ -363,19 +363,10 @@ static int raise_data_version(pg_conn *c, const char *sid) {
   return settle(c, rc);
 }
 
-int dexa__pg_session_list(dexa__store_conn *base, int64_t before_ms, const char *before_id,
-                          int32_t limit, dexa__session_visit_fn visit, void *ctx) {
-  pg_conn *c = (pg_conn *)base;
-  int rc = c->writing ? dexa__pg_write_counters(c) : DEXA_OK;
-  if (rc != DEXA_OK) return rc;
-  pg_params p = {0};
-  dexa__pg_p_int(&p, limit);
-  if (before_id) {
-    dexa__pg_p_int(&p, before_ms);
-    dexa__pg_p_text(&p, before_id);
-  }
-  PGresult *r = dexa__pg_run(c, before_id ? PG_SESSION_LIST_AFTER : PG_SESSION_LIST_FIRST, &p, &rc);
-  if (!r) return rc;
+/* Visits the session rows of r (session_id, flow_type, created_ms, status,
+ * event_seq, active_ms, as the listing statements select them) and clears r. */
+static int visit_session_rows(PGresult *r, dexa__session_visit_fn visit, void *ctx) {
+  int rc = DEXA_OK;
   for (int i = 0; rc == DEXA_OK && i < PQntuples(r); i++) {
     dexa__session_row row = {0};
     rc = dexa__pg_dup(r, i, 0, &row.session_id, NULL);
@@ -389,6 +380,21 @@ int dexa__pg_session_list(dexa__store_conn *base, int64_t before_ms, const char 
   }
   PQclear(r);
   return rc;
+}
+
+int dexa__pg_session_list(dexa__store_conn *base, int64_t before_ms, const char *before_id,
+                          int32_t limit, dexa__session_visit_fn visit, void *ctx) {
+  pg_conn *c = (pg_conn *)base;
+  int rc = c->writing ? dexa__pg_write_counters(c) : DEXA_OK;
+  if (rc != DEXA_OK) return rc;
+  pg_params p = {0};
+  dexa__pg_p_int(&p, limit);
+  if (before_id) {
+    dexa__pg_p_int(&p, before_ms);
+    dexa__pg_p_text(&p, before_id);
+  }
+  PGresult *r = dexa__pg_run(c, before_id ? PG_SESSION_LIST_AFTER : PG_SESSION_LIST_FIRST, &p, &rc);
+  return r ? visit_session_rows(r, visit, ctx) : rc;
 }
 
 /* ---- session data --------------------------------------------------------------- */
@@ -627,20 +633,7 @@ int dexa__pg_session_expired(dexa__store_conn *base, int closed, int64_t before_
   dexa__pg_p_int(&p, limit);
   PGresult *r = dexa__pg_run(c, closed ? PG_SESSION_EXPIRED_CLOSED : PG_SESSION_EXPIRED_OPEN,
                              &p, &rc);
-  if (!r) return rc;
-  for (int i = 0; rc == DEXA_OK && i < PQntuples(r); i++) {
-    dexa__session_row row = {0};
-    rc = dexa__pg_dup(r, i, 0, &row.session_id, NULL);
-    if (rc == DEXA_OK) rc = dexa__pg_dup(r, i, 1, &row.flow_type, NULL);
-    row.created_ms = dexa__pg_int(r, i, 2);
-    row.status = (int32_t)dexa__pg_int(r, i, 3);
-    row.event_seq = dexa__pg_int(r, i, 4);
-    row.active_ms = dexa__pg_int(r, i, 5);
-    if (rc == DEXA_OK) rc = visit(ctx, &row);
-    dexa__session_row_free(&row);
-  }
-  PQclear(r);
-  return rc;
+  return r ? visit_session_rows(r, visit, ctx) : rc;
 }
 
 static int exec_id_stmt(pg_conn *c, pg_stmt_id id, const char *sid, int64_t *changed) {
