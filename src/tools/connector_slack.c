@@ -25,6 +25,7 @@
 #include "tools/connector_internal.h"
 #include "util/buf.h"
 #include "util/curl_global.h"
+#include "util/http_header.h"
 
 #define TOOL_NAME "slack_post_thread_reply"
 #define MAX_REPLY_BYTES (1024 * 1024)
@@ -71,16 +72,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud) {
 static size_t on_header(char *p, size_t size, size_t n, void *ud) {
   reply *r = ud;
   size_t len = size * n;
-  if (len > 12 && strncasecmp(p, "retry-after:", 12) == 0) {
-    char v[32];
-    size_t vl = len - 12 < sizeof v - 1 ? len - 12 : sizeof v - 1;
-    memcpy(v, p + 12, vl);
-    v[vl] = '\0';
-    char *end;
-    long s = strtol(v, &end, 10);
-    while (*end == ' ' || *end == '\r' || *end == '\n') end++;
-    if (!*end && s >= 0 && s <= 86400) r->retry_after_s = s;
-  }
+  long s = dexa__retry_after_seconds(p, len, 86400);
+  if (s >= 0) r->retry_after_s = s;
   return len;
 }
 

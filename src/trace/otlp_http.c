@@ -10,6 +10,7 @@
 #include "dexagents/errors.h"
 #include "trace/otlp.h"
 #include "util/curl_global.h"
+#include "util/http_header.h"
 
 #define MAX_REPLY_BYTES 65536 /* an ExportTraceServiceResponse is small */
 
@@ -32,16 +33,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud) {
 static size_t on_header(char *p, size_t size, size_t n, void *ud) {
   http_sender *s = ud;
   size_t len = size * n;
-  if (len > 12 && strncasecmp(p, "retry-after:", 12) == 0) {
-    char v[32];
-    size_t vl = len - 12 < sizeof v - 1 ? len - 12 : sizeof v - 1;
-    memcpy(v, p + 12, vl);
-    v[vl] = '\0';
-    char *end;
-    long sec = strtol(v, &end, 10);
-    while (*end == ' ' || *end == '\r' || *end == '\n') end++;
-    if (!*end && end != v && sec >= 0 && sec <= 3600) s->retry_after_ms = (int64_t)sec * 1000;
-  }
+  long sec = dexa__retry_after_seconds(p, len, 3600);
+  if (sec >= 0) s->retry_after_ms = (int64_t)sec * 1000;
   return len;
 }
 
