@@ -117,7 +117,7 @@ void dexa__mark_committed(dexa_runtime *rt) {
   pthread_mutex_unlock(&rt->mu);
 }
 
-void dexa__notify_commit(dexa_runtime *rt) {
+void dexa__notify_commit(dexa_runtime *rt, int wake_worker) {
   pthread_mutex_lock(&rt->mu);
   rt->work_gen++;
   for (size_t b = 0; b < DEXA__SESSION_BUCKETS; b++)
@@ -129,8 +129,9 @@ void dexa__notify_commit(dexa_runtime *rt) {
    * claim's worth of work ready, and a claim that took all it could wakes
    * the next waiter (tasks.c: claim_into), so work never waits for a
    * poll period; waking every idle worker on every commit cost each of
-   * them a wake-up and a due-row query for nothing. */
-  pthread_cond_signal(&rt->work_cv);
+   * them a wake-up and a due-row query for nothing. A worker's own claim
+   * that left no work (dexa__claim.quiet) wakes none. */
+  if (wake_worker) pthread_cond_signal(&rt->work_cv);
   pthread_mutex_unlock(&rt->mu);
 }
 

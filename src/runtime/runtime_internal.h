@@ -129,6 +129,13 @@ int dexa__pool_acquire(dexa_runtime *rt, dexa__store_conn **out);
 void dexa__pool_release(dexa_runtime *rt, dexa__store_conn *c);
 
 /* ---- group commit (group_commit.c) --------------------------------------- */
+/* The longest a committed batch no thread waits on stays unsynced: it is
+ * usually synced sooner, with the next batch a thread does wait on (the
+ * next RPC of the session, say); this bounds the window in which an
+ * operating-system crash can lose such a batch (whose Steps then run
+ * again), as SQLite's own synchronous=normal bounds nothing. */
+#define DEXA__LAZY_SYNC_MS 10
+
 typedef int (*dexa__op_fn)(dexa_runtime *rt, dexa__store_conn *c, void *arg);
 
 typedef struct dexa__op {
@@ -141,6 +148,10 @@ typedef struct dexa__op {
    * Steps: losing one to an operating-system crash only runs the Step
    * again, which at-least-once allows). */
   const int *need_durable;
+  /* NULL, or read after the commit: 1 when the op left no work that
+   * another worker should be woken for (dexa__claim.quiet), so the commit
+   * wakes none: only the op's sessions' waiters hear of it. */
+  const int *quiet;
   /* Async ops (dexa__gc_submit) are heap-allocated; after their batch the
    * leader calls release(arg, rc) and frees the op. */
   void (*release)(dexa_runtime *rt, void *arg, int rc);
@@ -157,8 +168,10 @@ typedef struct dexa__op {
  * batch itself. */
 int dexa__gc_run(dexa_runtime *rt, dexa__op_fn fn, void *arg);
 /* dexa__gc_run for a worker's own claims: returns at commit when
- * *need_durable is 0 after fn ran (see dexa__op.need_durable). */
-int dexa__gc_run_claim(dexa_runtime *rt, dexa__op_fn fn, void *arg, const int *need_durable);
+ * *need_durable is 0 after fn ran (see dexa__op.need_durable and
+ * dexa__op.quiet; quiet may be NULL). */
+int dexa__gc_run_claim(dexa_runtime *rt, dexa__op_fn fn, void *arg, const int *need_durable,
+                       const int *quiet);
 
 /* Queues fn(arg) for the writer's next batch without waiting for its
  * commit. release(rt, arg, rc) runs after its commit either
@@ -256,6 +269,9 @@ struct dexa_runtime {
   dexa__op *gc_head, *gc_tail;
   dexa__op *gc_unsynced, *gc_unsynced_tail;
   int gc_unsynced_batches; /* committed, not yet taken by the syncer */
+  int gc_sync_waited;       /* a thread waits for one of them to be durable */
+  int64_t gc_lazy_due;      /* when the syncer syncs them anyway (0: none) */
+  int gc_wake_pending;      /* one of them may have left work (dexa__op.quiet) */
   /* A batch is being written / a sync is running, by the writer or the
    * syncer thread or by a submitting thread leading its own op (see
    * group_commit.c): one of each at a time. */
@@ -303,7 +319,7 @@ void dexa__set_errmsg(dexa_runtime *rt, const char *fmt, ...)
 void dexa__mark_committed(dexa_runtime *rt);
 /* Called once committed batches are durable: wakes pollers and event
  * readers of the sessions they touched. */
-void dexa__notify_commit(dexa_runtime *rt);
+void dexa__notify_commit(dexa_runtime *rt, int wake_worker);
 
 /* Notes, inside a batch (writer only), that the batch changes session sid;
  * dexa__notify_commit then bumps its generation. */
@@ -376,6 +392,10 @@ typedef struct dexa__claim {
   int stop;          /* a single-attempt Step ends a batch claim before it */
   int single;        /* out: a single-attempt Step was claimed; its lease must
                         be durable before it runs */
+  /* out: the claim took every ready Step and nothing else falls due within
+   * a poll period, or it took none (its worker then looks again itself
+   * before it sleeps): no other worker need be woken by its commit */
+  int quiet;
 } dexa__claim;
 
 /* Group-commit op: housekeeping of due rows (timers, expired leases), runs

@@ -241,17 +241,32 @@ void dexa__claim_drop(dexa__claim *cl) {
   while (cl->more && cl->more->count) dexa__task_free(cl->more->items[--cl->more->count]);
 }
 
+/* After a claim found nothing more due: whether its commit may skip waking
+ * another worker (dexa__claim.quiet). A claimer that took nothing looks
+ * again itself; one that took a task may be busy with it for long, so a
+ * row falling due before a sleeping worker's next look (a poll period)
+ * still needs a wake-up. */
+static int nothing_due_soon(dexa_runtime *rt, dexa__store_conn *c, const dexa__claim *cl) {
+  if (!cl->task) return 1;
+  int64_t next = DEXA__NO_DUE;
+  if (c->ops->step_next_due(c, &next) != DEXA_OK) return 0;
+  return next == DEXA__NO_DUE || next > cl->now + dexa__poll_ms(rt);
+}
+
 int dexa__claim_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
   dexa__claim *cl = arg;
   /* A batch that runs again (group_commit.c) starts the claim afresh. */
   dexa__claim_drop(cl);
   cl->ran = 0;
-  cl->stop = cl->single = 0;
+  cl->stop = cl->single = cl->quiet = 0;
   cl->now = dexa__now(rt);
   for (int i = 0; i < CLAIM_MAX_ROWS && !claim_full(cl); i++) {
     dexa__step_row row;
     int rc = c->ops->step_first_due(c, cl->now, &row);
-    if (rc == DEXA_E_NOT_FOUND) break;
+    if (rc == DEXA_E_NOT_FOUND) {
+      cl->quiet = nothing_due_soon(rt, c, cl);
+      break;
+    }
     if (rc != DEXA_OK) return rc;
     rc = handle_due(rt, c, &row, cl);
     dexa__step_row_free(&row);

@@ -109,17 +109,27 @@ typedef struct finish_claim_arg {
   finish_arg finish;
   dexa__claim claim;
   int want_next;
+  /* in: the finished Step is single-attempt (its result, which cannot be
+   * had again, must not wait for a lazy sync); out: the commit must be
+   * durable before the worker goes on (dexa__gc_run_claim) */
+  int durable;
 } finish_claim_arg;
 
 
-static int finish_claim_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
-  finish_claim_arg *a = arg;
-  int rc = finish_op(rt, c, &a->finish);
-  if (rc != DEXA_OK || !a->want_next) return rc;
+static int claim_after_finish(dexa_runtime *rt, dexa__store_conn *c, finish_claim_arg *a) {
   if (c->ops->savepoint(c) != DEXA_OK) return DEXA_OK;
   if (dexa__claim_op(rt, c, &a->claim) == DEXA_OK) return c->ops->release(c);
   dexa__claim_drop(&a->claim);
   return c->ops->rollback_to(c);
+}
+
+static int finish_claim_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
+  finish_claim_arg *a = arg;
+  a->claim.quiet = 0;
+  int rc = finish_op(rt, c, &a->finish);
+  if (rc == DEXA_OK && a->want_next) rc = claim_after_finish(rt, c, a);
+  a->durable |= a->claim.single;
+  return rc;
 }
 
 static void finish_note(dexa_runtime *rt, const dexa_task *task, int rc) {
@@ -208,6 +218,12 @@ static void wake_next(dexa_runtime *rt) {
   pthread_mutex_unlock(&rt->mu);
 }
 
+static int single_attempt(dexa_runtime *rt, const dexa_task *t) {
+  dexa__step_opts o;
+  (void)dexa__row_opts(rt, &t->row, &o);
+  return o.max_attempts == 1;
+}
+
 /* A worker (for_worker) goes on once the completion and its next claim are
  * committed, unless it claimed a single-attempt Step; a host hears of its
  * completion only once it is durable. */
@@ -215,10 +231,11 @@ static int finish_with_claim(dexa_runtime *rt, dexa_task *task, const dexa_resul
                              int rc_dispatch, dexa_task **next, dexa__taskq *more,
                              int for_worker) {
   finish_claim_arg a = {{task, res, attempt_code(res, rc_dispatch), DEXA_OK},
-                        {NULL, 0, 0, more, DEXA__CLAIM_BATCH, 0, 0}, next != NULL};
+                        {NULL, 0, 0, more, DEXA__CLAIM_BATCH, 0, 0, 0}, next != NULL,
+                        single_attempt(rt, task)};
   if (next) *next = NULL;
   dexa__inflight_remove(rt, task);
-  int rc = for_worker ? dexa__gc_run_claim(rt, finish_claim_op, &a, &a.claim.single)
+  int rc = for_worker ? dexa__gc_run_claim(rt, finish_claim_op, &a, &a.durable, &a.claim.quiet)
                       : dexa__gc_run(rt, finish_claim_op, &a);
   if (rc == DEXA_OK) rc = a.finish.outcome;
   finish_note(rt, task, rc);
@@ -278,12 +295,6 @@ static int finish_async(dexa_runtime *rt, dexa_task *task, dexa_result *res, int
 }
 
 
-static int single_attempt(dexa_runtime *rt, const dexa_task *t) {
-  dexa__step_opts o;
-  (void)dexa__row_opts(rt, &t->row, &o);
-  return o.max_attempts == 1;
-}
-
 int dexa__task_run_worker(dexa_runtime *rt, dexa_task *t, int stopping, dexa_task **next) {
   dexa_result *res = NULL;
   t->call.now_ms = dexa__now(rt);
@@ -330,8 +341,8 @@ DEXA_EXTERN void dexa_task_abandon(dexa_runtime *rt, dexa_task *task) {
  * dexa__gc_run_claim); the host's poll returns durable claims only. */
 static int claim_into(dexa_runtime *rt, dexa_task **task, dexa__taskq *q, int32_t *ran,
                       int for_worker) {
-  dexa__claim cl = {NULL, 0, 0, q, q ? DEXA__CLAIM_BATCH : 1, 0, 0};
-  int rc = for_worker ? dexa__gc_run_claim(rt, dexa__claim_op, &cl, &cl.single)
+  dexa__claim cl = {NULL, 0, 0, q, q ? DEXA__CLAIM_BATCH : 1, 0, 0, 0};
+  int rc = for_worker ? dexa__gc_run_claim(rt, dexa__claim_op, &cl, &cl.single, &cl.quiet)
                       : dexa__gc_run(rt, dexa__claim_op, &cl);
   *task = NULL;
   *ran = cl.ran;

@@ -52,7 +52,8 @@ static void wait_for_held_sync(void) {
 static const char *DESC =
     "{\"flow_type\":\"Fake\",\"start_step\":\"Start\",\"steps\":["
     "{\"name\":\"Start\",\"options\":{\"locked\":true,\"max_attempts\":1}},"
-    "{\"name\":\"Once\",\"options\":{\"max_attempts\":1}}]," FAKE_RPCS "}";
+    "{\"name\":\"Once\",\"options\":{\"max_attempts\":1}},"
+    "{\"name\":\"Again\",\"options\":{\"max_attempts\":3}}]," FAKE_RPCS "}";
 
 static int h_once(fake *f, const dexa_call *c, dexa_result *r) {
   if (is(c, DEXA_CALL_EXECUTE, "Start")) {
@@ -66,6 +67,8 @@ static int h_once(fake *f, const dexa_call *c, dexa_result *r) {
     cJSON_Delete(in);
   } else if (is(c, DEXA_CALL_EXECUTE, "Once")) {
     put_write(r, "once", "\"done\"");
+  } else if (is(c, DEXA_CALL_EXECUTE, "Again")) {
+    put_write(r, "again", "\"done\"");
   }
   return DEXA_OK;
 }
@@ -183,11 +186,31 @@ static void test_single_attempt_step_starts_only_once_its_lease_is_durable(void)
   dexa_runtime_free(rt);
 }
 
+/* A worker's commits of a retryable Step wait for no sync (no thread waits
+ * on them), yet are made durable within DEXA__LAZY_SYNC_MS with no RPC
+ * to carry them (the test hangs if the syncer never syncs them). */
+static void test_retryable_steps_do_not_wait_for_a_sync_which_still_follows(void) {
+  fake f;
+  dexa_runtime *rt = open_durable(&f, "full");
+  CHECK(rt);
+  if (!rt) return;
+  const char *settings = "{\"next\":[{\"step\":\"Again\"}]}";
+  CHECK_EQ_INT(dexa_runtime_start_session(rt, "s", settings, strlen(settings), NULL, NULL), DEXA_OK);
+  gate_set(1, 0);
+  CHECK_EQ_INT(dexa_runtime_start(rt, 1), DEXA_OK);
+  CHECK_EQ_INT(dexa_runtime_wait_idle(rt, "s", 10000), DEXA_OK);
+  CHECK_EQ_INT(fake_count(&f, "E Again "), 1);
+  wait_for_held_sync();
+  gate_set(0, 0);
+  dexa_runtime_free(rt);
+}
+
 int main(void) {
   RUN(test_an_rpc_returns_only_after_its_commit_is_synced);
   RUN(test_a_failed_sync_fails_the_operations_it_covered);
   RUN(test_synchronous_normal_does_not_wait_for_a_sync);
   RUN(test_single_attempt_step_starts_only_once_its_lease_is_durable);
+  RUN(test_retryable_steps_do_not_wait_for_a_sync_which_still_follows);
   unlink(dbpath);
   TEST_MAIN_END();
 }
