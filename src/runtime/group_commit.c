@@ -281,10 +281,12 @@ static void *syncer_main(void *arg) {
     /* Stopping: done once nothing is left and no batch can follow. */
     if (rt->gc_stop && !rt->gc_unsynced_batches && !rt->gc_writer_running && !rt->gc_writing)
       break;
+    rt->gc_syncer_alarm = until;
     if (until)
       dexa__cond_wait_until(&rt->gc_sync_cv, &rt->gc_mu, until);
     else
       pthread_cond_wait(&rt->gc_sync_cv, &rt->gc_mu);
+    rt->gc_syncer_alarm = -1;
   }
   pthread_mutex_unlock(&rt->gc_mu);
   return NULL;
@@ -295,12 +297,15 @@ static void *syncer_main(void *arg) {
  * on, or for the syncer at most DEXA__LAZY_SYNC_MS later, whichever comes
  * first (gc_mu held on entry and exit; released meanwhile). */
 static void defer_sync(dexa_runtime *rt, int wake_worker) {
-  int first = !rt->gc_lazy_due;
-  if (first) rt->gc_lazy_due = dexa__mono_ms() + DEXA__LAZY_SYNC_MS;
+  if (!rt->gc_lazy_due) rt->gc_lazy_due = dexa__mono_ms() + DEXA__LAZY_SYNC_MS;
+  /* A syncer asleep with no alarm, or one set too late, must hear of the
+   * new deadline; one that wakes before it looks again anyway (so one
+   * session at a time costs the syncer a wake-up per alarm, not per turn).
+   * Signalled unlocked, so it does not wake into a held mutex. */
+  int64_t alarm = rt->gc_syncer_alarm;
+  int tell = alarm == 0 || alarm > rt->gc_lazy_due;
   pthread_mutex_unlock(&rt->gc_mu);
-  /* The syncer sleeps until signalled: the first deferred batch sets its
-   * alarm (signalled unlocked, so it does not wake into a held mutex). */
-  if (first) pthread_cond_signal(&rt->gc_sync_cv);
+  if (tell) pthread_cond_signal(&rt->gc_sync_cv);
   dexa__notify_commit(rt, wake_worker);
   pthread_mutex_lock(&rt->gc_mu);
 }

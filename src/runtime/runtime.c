@@ -118,12 +118,21 @@ void dexa__mark_committed(dexa_runtime *rt) {
 }
 
 void dexa__notify_commit(dexa_runtime *rt, int wake_worker) {
+  /* The generations change under rt->mu; the waiters are woken after it
+   * is unlocked, so none wakes only to block on the mutex (a commit
+   * touches a few sessions: the rest are broadcast to under the lock). */
+  enum { WAKE_AFTER = 8 };
+  size_t later[WAKE_AFTER], n_later = 0;
   pthread_mutex_lock(&rt->mu);
   rt->work_gen++;
   for (size_t b = 0; b < DEXA__SESSION_BUCKETS; b++)
     if (rt->committed_touched[b]) {
       rt->committed_touched[b] = 0;
-      dexa__session_changed(rt, b);
+      rt->session_gen[b]++;
+      if (n_later < WAKE_AFTER)
+        later[n_later++] = b;
+      else
+        pthread_cond_broadcast(&rt->session_cv[b]);
     }
   /* One idle worker (or poller) looks: most commits make at most one
    * claim's worth of work ready, and a claim that took all it could wakes
@@ -131,8 +140,9 @@ void dexa__notify_commit(dexa_runtime *rt, int wake_worker) {
    * poll period; waking every idle worker on every commit cost each of
    * them a wake-up and a due-row query for nothing. A worker's own claim
    * that left no work (dexa__claim.quiet) wakes none. */
-  if (wake_worker) pthread_cond_signal(&rt->work_cv);
   pthread_mutex_unlock(&rt->mu);
+  for (size_t i = 0; i < n_later; i++) pthread_cond_broadcast(&rt->session_cv[later[i]]);
+  if (wake_worker) pthread_cond_signal(&rt->work_cv);
 }
 
 /* The store's wake hook: another process committed a change to sid (NULL:

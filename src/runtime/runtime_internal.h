@@ -272,6 +272,9 @@ struct dexa_runtime {
   int gc_sync_waited;       /* a thread waits for one of them to be durable */
   int64_t gc_lazy_due;      /* when the syncer syncs them anyway (0: none) */
   int gc_wake_pending;      /* one of them may have left work (dexa__op.quiet) */
+  /* The syncer sleeps until this monotonic time; 0: until signalled;
+   * -1: awake (it looks at gc_lazy_due before it sleeps again). */
+  int64_t gc_syncer_alarm;
   /* A batch is being written / a sync is running, by the writer or the
    * syncer thread or by a submitting thread leading its own op (see
    * group_commit.c): one of each at a time. */

@@ -205,17 +205,22 @@ static void adopt_claim(dexa_runtime *rt, dexa__claim *cl, dexa_task **next) {
     rt->claimed[rt->claimed_count++] = cl->more->items[i];
   }
   cl->more->count = 0;
-  pthread_cond_broadcast(&rt->work_cv); /* wake idle workers for them */
+  rt->work_gen++;
   pthread_mutex_unlock(&rt->mu);
+  pthread_cond_broadcast(&rt->work_cv); /* wake idle workers for them */
 }
 
 /* Commits wake one waiter for work (runtime.c: dexa__notify_commit); a
  * claim that took as much as it may, or stopped before a single-attempt
  * Step, may have left ready work, so it passes the wake-up on. */
 static void wake_next(dexa_runtime *rt) {
+  /* Idle waiters look at work_gen under rt->mu: bumping it there means a
+   * worker about to wait does not miss this wake-up, which is sent
+   * unlocked so the woken one does not block on the mutex at once. */
   pthread_mutex_lock(&rt->mu);
-  pthread_cond_signal(&rt->work_cv);
+  rt->work_gen++;
   pthread_mutex_unlock(&rt->mu);
+  pthread_cond_signal(&rt->work_cv);
 }
 
 static int single_attempt(dexa_runtime *rt, const dexa_task *t) {
