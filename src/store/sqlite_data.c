@@ -257,9 +257,32 @@ int dexa__sq_session_list(dexa__store_conn *c, int64_t before_ms, const char *be
   return rc;
 }
 
+/* Inside a write transaction that has not written sid's attributes yet,
+ * the session cache may answer its reads: when it holds the session at
+ * the version this transaction found, it holds what the transaction would
+ * read (the write lock: nobody else wrote since; the cache only ever gets
+ * committed versions). Every attribute write raises the version first
+ * (raise_data_version), so an unraised version means none. An RPC and the
+ * locked Steps it runs read a handful of attributes before they write. */
+static dexa__session_cache *cache_for_read(sq_conn *c, const char *sid, int64_t *ver) {
+  dexa__session_cache *cache = c->store->base.cache;
+  dexa__memo_row *row;
+  if (!cache || !c->writing || !dexa__write_log_needs_bump(&c->log, sid)) return NULL;
+  if (memo_row(c, sid, &row) != DEXA_OK) return NULL;
+  *ver = row->data_ver;
+  return dexa__session_cache_holds(cache, sid, *ver) ? cache : NULL;
+}
+
 int dexa__sq_attr_get(dexa__store_conn *c, const char *sid, const char *key, size_t klen,
                       const char **val, size_t *vlen) {
   sq_conn *sc = (sq_conn *)c;
+  int64_t ver;
+  dexa__session_cache *cache = cache_for_read(sc, sid, &ver);
+  if (cache) {
+    int hit = dexa__session_cache_get(cache, sid, ver, key, klen, &sc->valbuf, &sc->valcap, val,
+                                      vlen);
+    if (hit != DEXA__CACHE_MISS) return hit;
+  }
   STMT(st, c, SQ_ATTR_GET);
   rc = bind_session(c, st, sid);
   if (rc != DEXA_OK) return rc;
@@ -318,6 +341,13 @@ static size_t prefix_upper(const char *prefix, size_t plen, char *out) {
 int dexa__sq_attr_scan(dexa__store_conn *c, const char *sid, const char *prefix, size_t plen,
                        dexa_attr_visit_fn visit, void *ctx) {
   sq_conn *sc = (sq_conn *)c;
+  int64_t ver;
+  dexa__session_cache *cache = cache_for_read(sc, sid, &ver);
+  if (cache) {
+    int hit = dexa__session_cache_scan(cache, sid, ver, prefix, plen, &sc->rowbuf, &sc->rowcap,
+                                       visit, ctx);
+    if (hit != DEXA__CACHE_MISS) return hit;
+  }
   char *upper = malloc(plen + 1);
   if (!upper) return DEXA_E_NOMEM;
   size_t ulen = prefix_upper(prefix, plen, upper);

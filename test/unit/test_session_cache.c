@@ -177,6 +177,50 @@ static int stop_after_first(void *ctx, const char *key, size_t klen, const char 
   return 1;
 }
 
+/* What a write transaction of A reads of key, as the transaction sees it. */
+static const char *read_in_write(side *s, const char *sid, const char *key, const char *put_first) {
+  static char out[256];
+  dexa__store_conn *c = s->conn;
+  const char *v = NULL;
+  size_t n = 0;
+  int rc = c->ops->begin_write(c);
+  if (rc == DEXA_OK && put_first) rc = c->ops->attr_put(c, sid, key, strlen(key), put_first, strlen(put_first));
+  if (rc == DEXA_OK) rc = c->ops->attr_get(c, sid, key, strlen(key), &v, &n);
+  snprintf(out, sizeof out, "%s", rc == DEXA_OK ? v : dexa_strerror(rc));
+  c->ops->rollback(c);
+  return out;
+}
+
+/* Reads inside a write transaction may come from the cache (SQLite), but
+ * only from the version the transaction finds in the store, and never
+ * after the transaction wrote the session. */
+static void test_a_write_transaction_reads_the_current_version(void) {
+  fresh_path("in-write");
+  side a = {0}, b = {0};
+  if (temp_side_open(&a, path, 1 << 20) != DEXA_OK ||
+      temp_side_open(&b, path, 1 << 20) != DEXA_OK) {
+    temp_side_close(&a);
+    temp_side_close(&b);
+    CHECK(0);
+    return;
+  }
+  CHECK_EQ_INT(new_session(&a, "s1"), DEXA_OK);
+  int64_t v = 0;
+  CHECK_EQ_INT(dexa__session_cache_load(a.store->cache, a.conn, "s1", &v), DEXA_OK);
+  CHECK_STR(read_in_write(&a, "s1", "a", NULL), "1");
+  CHECK_EQ_INT(put(&b, "s1", "a", "from b"), DEXA_OK); /* A's cache is one version behind */
+  CHECK_STR(read_in_write(&a, "s1", "a", NULL), "from b");
+  CHECK_STR(read_in_write(&a, "s1", "a", "mine"), "mine");
+  listing seen = {""};
+  dexa__store_conn *c = a.conn;
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->attr_scan(c, "s1", "", 0, list_attr, &seen), DEXA_OK);
+  c->ops->rollback(c);
+  CHECK_STR(seen.text, "a=from b");
+  temp_side_close(&a);
+  temp_side_close(&b);
+}
+
 static void test_a_scan_visits_its_prefix_in_key_order(void) {
   fresh_path("scan");
   side a = {0};
@@ -242,6 +286,7 @@ int main(void) {
   RUN(test_a_rolled_back_savepoint_leaves_the_cache_and_the_version);
   RUN(test_a_write_by_another_process_is_read_again);
   RUN(test_a_scan_visits_its_prefix_in_key_order);
+  RUN(test_a_write_transaction_reads_the_current_version);
   RUN(test_the_bound_drops_the_least_recently_used);
   TEST_MAIN_END();
 }
