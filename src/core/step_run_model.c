@@ -86,10 +86,16 @@ static const char *finish_reason(const dexa_model_reply *reply) {
 
 static void build_model_message(run *r, dexa__buf *m, int64_t seq, size_t i) {
   const dexa__reply_item *it = &r->reply.items[i];
-  dexa__buf_printf(m, "{\"seq\":%lld,\"turn\":%lld,\"round\":%lld,\"role\":\"model\",\"model\":",
-                   (long long)seq, (long long)r->turn, (long long)r->round);
+  dexa__buf_puts(m, "{\"seq\":");
+  dexa__buf_json_i64(m, seq);
+  dexa__buf_puts(m, ",\"turn\":");
+  dexa__buf_json_i64(m, r->turn);
+  dexa__buf_puts(m, ",\"round\":");
+  dexa__buf_json_i64(m, r->round);
+  dexa__buf_puts(m, ",\"role\":\"model\",\"model\":");
   dexa__buf_json_cstr(m, dexa_model_name(r->model));
-  dexa__buf_printf(m, ",\"at\":%lld", (long long)r->c->call->now_ms);
+  dexa__buf_puts(m, ",\"at\":");
+  dexa__buf_json_i64(m, r->c->call->now_ms);
   if (it->text.len) {
     dexa__buf_puts(m, ",\"text\":");
     dexa__buf_json_str(m, it->text.data, it->text.len);
@@ -103,7 +109,9 @@ static void build_model_message(run *r, dexa__buf *m, int64_t seq, size_t i) {
     dexa__buf_append(m, it->tool_calls.data, it->tool_calls.len);
     dexa__buf_putc(m, ']');
   }
-  dexa__buf_printf(m, ",\"finish_reason\":\"%s\"", finish_reason(&r->reply));
+  dexa__buf_puts(m, ",\"finish_reason\":\"");
+  dexa__buf_puts(m, finish_reason(&r->reply));
+  dexa__buf_putc(m, '"');
   if (r->reply.provider_finish_reason[0])
     dexa__buf_printf(m, ",\"provider_finish_reason\":\"%s\"", r->reply.provider_finish_reason);
   if (r->reply.has_usage && i + 1 == r->reply.item_count) {

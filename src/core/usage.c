@@ -26,11 +26,18 @@ static void reply_counts(const dexa_model_reply *r, int64_t *n) {
   n[4] = r->reasoning_tokens;
 }
 
+/* lead, then name":value (no printf: see dexa__buf_json_i64) */
+static void put_count(dexa__buf *b, const char *lead, const char *name, int64_t v) {
+  dexa__buf_puts(b, lead);
+  dexa__buf_puts(b, name);
+  dexa__buf_append(b, "\":", 2);
+  dexa__buf_json_i64(b, v);
+}
+
 void dexa__usage_put(dexa__buf *b, const dexa_model_reply *r) {
   int64_t n[NCOUNTS];
   reply_counts(r, n);
-  for (size_t i = 0; i < NCOUNTS; i++)
-    dexa__buf_printf(b, "%s\"%s\":%lld", i ? "," : "{", counts[i], (long long)n[i]);
+  for (size_t i = 0; i < NCOUNTS; i++) put_count(b, i ? ",\"" : "{\"", counts[i], n[i]);
   if (r->cost_usd >= 0) dexa__buf_printf(b, ",\"cost_usd\":%.9g", r->cost_usd);
   dexa__buf_putc(b, '}');
 }
@@ -60,9 +67,8 @@ static void sums_add(sums *s, const dexa_model_reply *r) {
 }
 
 static void sums_put(dexa__buf *b, const sums *s) {
-  dexa__buf_printf(b, "\"calls\":%lld", (long long)s->calls);
-  for (size_t i = 0; i < NCOUNTS; i++)
-    dexa__buf_printf(b, ",\"%s\":%lld", counts[i], (long long)s->n[i]);
+  put_count(b, "\"", "calls", s->calls);
+  for (size_t i = 0; i < NCOUNTS; i++) put_count(b, ",\"", counts[i], s->n[i]);
   if (s->n[0] > 0)
     dexa__buf_printf(b, ",\"cache_hit_rate\":%.4f", (double)s->n[1] / (double)s->n[0]);
   if (s->has_cost) dexa__buf_printf(b, ",\"cost_usd\":%.9g", s->cost);
@@ -85,7 +91,8 @@ int dexa__usage_add(dexa__ctx *c, int64_t turn, const dexa_model_reply *r) {
   dexa__buf_init(&b);
   dexa__buf_puts(&b, "{\"session\":{");
   sums_put(&b, &session);
-  dexa__buf_printf(&b, "},\"turn\":{\"turn\":%lld,", (long long)turn);
+  put_count(&b, "},\"turn\":{\"", "turn", turn);
+  dexa__buf_putc(&b, ',');
   sums_put(&b, &of_turn);
   dexa__buf_puts(&b, "}}");
   rc = b.oom ? DEXA_E_NOMEM : dexa__attr_put_raw(c, ATTR_USAGE, b.data, b.len);

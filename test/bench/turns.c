@@ -29,7 +29,8 @@
  * at ~200 messages of history; CPU per turn (getrusage of this process over
  * the timed pass, every thread: workers, writer, syncer, drivers) and the
  * turn latency p50/p99. Targets are printed beside the figures.
- * --quick skips the growth passes and the micro-benchmark. */
+ * --quick skips the growth passes and the micro-benchmark; --micro runs the
+ * micro-benchmark alone (to profile a dispatch). */
 #include <dexagents/dexagents.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -78,7 +79,8 @@ static int count_commit(void *user) {
 }
 
 /* DEXA_BENCH_STMTS=1: also counts the SQL statements run (a trace
- * callback per statement, so it costs a little CPU: off by default). */
+ * callback per statement, so it costs a little CPU: off by default);
+ * 2 also prints each statement, 3 with its bound values. */
 static atomic_long g_stmts;
 static int g_count_stmts = -1;
 
@@ -86,6 +88,11 @@ static int count_stmt(unsigned type, void *ctx, void *p, void *x) {
   (void)type, (void)ctx, (void)x;
   atomic_fetch_add(&g_stmts, 1);
   if (g_count_stmts == 2) fprintf(stderr, "SQL %s\n", sqlite3_sql(p)); /* DEXA_BENCH_STMTS=2 */
+  if (g_count_stmts == 3) { /* DEXA_BENCH_STMTS=3: with the bound values */
+    char *sql = sqlite3_expanded_sql(p);
+    fprintf(stderr, "SQL %.300s\n", sql ? sql : sqlite3_sql(p));
+    sqlite3_free(sql);
+  }
   return 0;
 }
 
@@ -993,20 +1000,38 @@ static long peak_rss_kb(void) {
   return ru.ru_maxrss;
 }
 
+/* The RunModel dispatch figures: cached, from SQLite, and the core alone. */
+static int print_micro(const char *dir, const char *sync) {
+  double us_cached = -1, us_sqlite = -1, us_memory = -1;
+  long messages = 0;
+  int rc = micro(dir, sync, 64 << 20, 2000, &us_cached, &us_memory, &messages);
+  if (rc == DEXA_OK) rc = micro(dir, sync, 0, 2000, &us_sqlite, &us_memory, &messages);
+  if (rc != DEXA_OK) return rc;
+  printf("  %-34s %10.1f us      (aim <= 20 us; %ld messages; a worker's Step: attributes from\n"
+         "  %-34s %10s         the session cache at the data version its claim saw)\n",
+         "RunModel dispatch CPU", us_cached, messages, "", "");
+  printf("  %-34s %10.1f us      (the same call with the session cache off)\n",
+         "RunModel dispatch CPU, from SQLite", us_sqlite);
+  printf("  %-34s %10.1f us      (the same call, attributes from memory: the core alone)\n",
+         "RunModel dispatch CPU, core only", us_memory);
+  return DEXA_OK;
+}
+
 static void usage(void) {
   fprintf(stderr, "usage: turns [-s SESSIONS] [-t TURNS] [-k IN_FLIGHT] [-w WORKERS] [-p PROCS] "
-                  "[-y full|normal] [--store PATH] [--quick]\n");
+                  "[-y full|normal] [--store PATH] [--quick | --micro]\n");
 }
 
 int main(int argc, char **argv) {
   static bench b;
-  int sessions = 100, turns = 10, quick = 0;
+  int sessions = 100, turns = 10, quick = 0, micro_only = 0;
   const char *store_arg = NULL;
   b.workers = 2;
   b.sync = "full";
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--quick") == 0) { quick = 1; continue; }
+    if (strcmp(a, "--micro") == 0) { micro_only = 1; continue; }
     if (!v) { usage(); return 2; }
     if (strcmp(a, "-s") == 0) sessions = atoi(v);
     else if (strcmp(a, "-t") == 0) turns = atoi(v);
@@ -1031,6 +1056,10 @@ int main(int argc, char **argv) {
   if (g_round_trips == MAP_FAILED) g_round_trips = NULL;
   pthread_mutex_init(&b.mu, NULL);
   pthread_cond_init(&b.cv, NULL);
+  if (micro_only) {
+    printf("W1 RunModel dispatch, synchronous=%s\n", b.sync);
+    return print_micro(dir, b.sync) == DEXA_OK ? 0 : 1;
+  }
   if (make_agent(&b) != DEXA_OK) return 1;
 
   char store[1024];
@@ -1116,19 +1145,7 @@ int main(int argc, char **argv) {
       /* Linear: the increment per added turn stays flat from 5->10 to 20->40. */
       printf("    (target: linear growth; per-turn bytes should stay flat as T grows)\n");
     }
-    double us_cached = -1, us_sqlite = -1, us_memory = -1;
-    long messages = 0;
-    if (rc == DEXA_OK) rc = micro(dir, b.sync, 64 << 20, 2000, &us_cached, &us_memory, &messages);
-    if (rc == DEXA_OK) rc = micro(dir, b.sync, 0, 2000, &us_sqlite, &us_memory, &messages);
-    if (rc == DEXA_OK) {
-      printf("  %-34s %10.1f us      (target < 50 us; %ld messages; a worker's Step: attributes from\n"
-             "  %-34s %10s         the session cache at the data version its claim saw)\n",
-             "RunModel dispatch CPU", us_cached, messages, "", "");
-      printf("  %-34s %10.1f us      (the same call with the session cache off)\n",
-             "RunModel dispatch CPU, from SQLite", us_sqlite);
-      printf("  %-34s %10.1f us      (the same call, attributes from memory: the core alone)\n",
-             "RunModel dispatch CPU, core only", us_memory);
-    }
+    if (rc == DEXA_OK) rc = print_micro(dir, b.sync);
   }
   printf("  %-34s %10.1f MB\n", "peak RSS", peak_rss_kb() / 1024.0);
   dexa_agent_free(b.agent);
