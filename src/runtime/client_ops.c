@@ -115,6 +115,8 @@ typedef struct rpc_arg {
   uint64_t running; /* out: the newest in-flight task's serial when it ran */
   dexa_result *res; /* out: the successful result */
   int64_t event_seq; /* out: newest durable event after the RPC */
+  dexa__claim handoff; /* out: Steps claimed for idle workers */
+  dexa__taskq handoff_more;
   char errmsg[512];
 } rpc_arg;
 
@@ -194,6 +196,7 @@ static int rpc_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
   int64_t now = dexa__now(rt);
   if (rc == DEXA_OK) rc = dexa__session_active(rt, c, a->sid, now);
   if (rc == DEXA_OK) rc = dexa__run_session_locked(rt, c, a->sid, now);
+  if (rc == DEXA_OK) dexa__claim_for_idle(rt, c, &a->handoff, &a->handoff_more);
   return rc;
 }
 
@@ -244,12 +247,19 @@ DEXA_EXTERN int dexa_runtime_call(dexa_runtime *rt, const char *session_id, cons
   if (out) *out = NULL;
   if (out_len) *out_len = 0;
   if (!rt || !session_id || !rpc || !out) return DEXA_E_INVALID_ARG;
-  rpc_arg a = {session_id, rpc, input_json, input_json ? input_len : 0, 0, 0, 0, NULL, 0, ""};
+  rpc_arg a = {session_id, rpc, input_json, input_json ? input_len : 0, 0, 0, 0, NULL, 0,
+               {NULL, 0, 0, NULL, 1, 0, 0, 0, 0}, {{NULL}, 0}, ""};
   const dexa__rpc_def *def = dexa__flow_rpc(&rt->desc, rpc);
   int rc = def ? DEXA_OK : DEXA_E_UNKNOWN_RPC;
   if (rc == DEXA_OK) a.interrupts = def->interrupts;
   if (rc == DEXA_OK) a.read_only = def->read_only;
-  if (rc == DEXA_OK) rc = def->read_only ? rpc_read(rt, &a) : dexa__gc_run(rt, rpc_op, &a);
+  /* A claim for an idle worker that took every ready Step needs no other
+   * worker woken: that worker is, once the commit is durable. */
+  if (rc == DEXA_OK && def->read_only) rc = rpc_read(rt, &a);
+  else if (rc == DEXA_OK) {
+    rc = dexa__gc_run_claim(rt, rpc_op, &a, NULL, &a.handoff.quiet);
+    dexa__hand_claim_over(rt, &a.handoff, rc == DEXA_OK);
+  }
   /* Only once durable: a stop that did not commit stops nothing. */
   if (rc == DEXA_OK && a.interrupts) dexa__interrupt_session(rt, session_id, a.running);
   if (rc == DEXA_OK) rc = response_out(&a, out, out_len);
@@ -334,7 +344,8 @@ int dexa__end_idle_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
     return rc;
   }
   static const char input[] = "{\"reason\":\"idle_timeout\"}";
-  rpc_arg r = {a->sid, def->name, input, sizeof input - 1, 0, def->interrupts, 0, NULL, 0, ""};
+  rpc_arg r = {a->sid, def->name, input, sizeof input - 1, 0, def->interrupts, 0, NULL, 0,
+               {NULL, 0, 0, NULL, 1, 0, 0, 0, 0}, {{NULL}, 0}, ""};
   a->running = dexa__inflight_serial(rt);
   if (c->ops->savepoint(c) != DEXA_OK) return DEXA_E_IO;
   rc = rpc_run(rt, c, &r, 1);
@@ -345,7 +356,7 @@ int dexa__end_idle_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
     c->ops->rollback_to(c);
   } else {
     /* The flow refused (its state is damaged, ...): the session still ends. */
-    snprintf(a->errmsg, sizeof a->errmsg, "end_session: %s", r.errmsg);
+    snprintf(a->errmsg, sizeof a->errmsg, "end_session: %.200s", r.errmsg);
     rc = c->ops->rollback_to(c);
     if (rc == DEXA_OK) rc = close_idle(rt, c, a->sid, now);
   }

@@ -255,6 +255,7 @@ struct dexa_runtime {
   /* Batch-claimed tasks no worker has started yet, oldest first. */
   dexa_task **claimed;
   size_t claimed_count, claimed_cap;
+  int idle_workers; /* worker threads waiting for work (rt->mu) */
   pthread_t hb_thread;
   int hb_running;
   pthread_t *workers;
@@ -396,9 +397,11 @@ typedef struct dexa__claim {
   int single;        /* out: a single-attempt Step was claimed; its lease must
                         be durable before it runs */
   /* out: the claim took every ready Step and nothing else falls due within
-   * a poll period, or it took none (its worker then looks again itself
-   * before it sleeps): no other worker need be woken by its commit */
+   * a poll period, or it took none and looks_again is set: no other worker
+   * need be woken by its commit */
   int quiet;
+  int looks_again; /* in: the claimer, a worker, looks for work again
+                      itself before it sleeps */
 } dexa__claim;
 
 /* Group-commit op: housekeeping of due rows (timers, expired leases), runs
@@ -515,6 +518,15 @@ int dexa__task_run_worker(dexa_runtime *rt, dexa_task *t, int stopping, dexa_tas
 int dexa__poll_batch(dexa_runtime *rt, dexa_task **out, int64_t timeout_ms);
 /* Takes the oldest batch-claimed task, or NULL. */
 dexa_task *dexa__claimed_pop(dexa_runtime *rt);
+/* Inside an RPC's transaction: when workers of this runtime are idle,
+ * claims ready Steps for them, one each at most, into cl and q (in a
+ * savepoint of its own; a failed claim leaves them empty and the RPC as it
+ * was), so no worker claims them in a commit of its own. */
+void dexa__claim_for_idle(dexa_runtime *rt, dexa__store_conn *c, dexa__claim *cl,
+                          dexa__taskq *q);
+/* After that RPC's commit is durable: hands the tasks to the idle workers
+ * (rt->claimed) and wakes them. After a failed commit: drops them. */
+void dexa__hand_claim_over(dexa_runtime *rt, dexa__claim *cl, int committed);
 int dexa__task_finish_next(dexa_runtime *rt, dexa_task *task, const dexa_result *res,
                            int rc_dispatch, dexa_task **next);
 /* One claim attempt; *task may be NULL. */

@@ -175,6 +175,39 @@ static int claimed_waiting(dexa_runtime *rt) {
   return n;
 }
 
+/* Queues n claimed tasks (in flight, leases renewed) in rt->claimed for
+ * any idle worker, and wakes the idle workers. */
+static void claimed_push(dexa_runtime *rt, dexa_task *const *tasks, int n) {
+  pthread_mutex_lock(&rt->mu);
+  for (int i = 0; i < n; i++) {
+    if (rt->claimed_count == rt->claimed_cap) {
+      size_t cap = rt->claimed_cap ? rt->claimed_cap * 2 : 32;
+      dexa_task **p = realloc(rt->claimed, cap * sizeof *p);
+      if (!p) { /* no room: its lease runs out and it is retried */
+        pthread_mutex_unlock(&rt->mu);
+        dexa__log(rt, DEXA_LOG_WARNING, "claim-nomem",
+                  "%s: out of memory for a claimed Step; it runs again after its lease",
+                  tasks[i]->row.exec_id);
+        dexa_task_abandon(rt, tasks[i]);
+        pthread_mutex_lock(&rt->mu);
+        continue;
+      }
+      rt->claimed = p;
+      rt->claimed_cap = cap;
+    }
+    rt->claimed[rt->claimed_count++] = tasks[i];
+  }
+  rt->work_gen++;
+  int idle = rt->idle_workers;
+  pthread_mutex_unlock(&rt->mu);
+  /* One idle worker per task: a broadcast woke every idle worker, and all
+   * but one found nothing. */
+  if (n >= idle)
+    pthread_cond_broadcast(&rt->work_cv);
+  else
+    for (int i = 0; i < n; i++) pthread_cond_signal(&rt->work_cv);
+}
+
 /* Hands over the tasks a successful claim took (leases now renewed): the
  * first to the caller, the others to rt->claimed for any idle worker. */
 static void adopt_claim(dexa_runtime *rt, dexa__claim *cl, dexa_task **next) {
@@ -185,29 +218,8 @@ static void adopt_claim(dexa_runtime *rt, dexa__claim *cl, dexa_task **next) {
   for (int i = 0; i < n; i++) dexa__inflight_add(rt, cl->more->items[i]);
   (void)dexa__heartbeat_ensure(rt);
   if (!n) return;
-  pthread_mutex_lock(&rt->mu);
-  for (int i = 0; i < n; i++) {
-    if (rt->claimed_count == rt->claimed_cap) {
-      size_t cap = rt->claimed_cap ? rt->claimed_cap * 2 : 32;
-      dexa_task **p = realloc(rt->claimed, cap * sizeof *p);
-      if (!p) { /* no room: its lease runs out and it is retried */
-        pthread_mutex_unlock(&rt->mu);
-        dexa__log(rt, DEXA_LOG_WARNING, "claim-nomem",
-                  "%s: out of memory for a claimed Step; it runs again after its lease",
-                  cl->more->items[i]->row.exec_id);
-        dexa_task_abandon(rt, cl->more->items[i]);
-        pthread_mutex_lock(&rt->mu);
-        continue;
-      }
-      rt->claimed = p;
-      rt->claimed_cap = cap;
-    }
-    rt->claimed[rt->claimed_count++] = cl->more->items[i];
-  }
+  claimed_push(rt, cl->more->items, n);
   cl->more->count = 0;
-  rt->work_gen++;
-  pthread_mutex_unlock(&rt->mu);
-  pthread_cond_broadcast(&rt->work_cv); /* wake idle workers for them */
 }
 
 /* Commits wake one waiter for work (runtime.c: dexa__notify_commit); a
@@ -223,6 +235,40 @@ static void wake_next(dexa_runtime *rt) {
   pthread_cond_signal(&rt->work_cv);
 }
 
+void dexa__claim_for_idle(dexa_runtime *rt, dexa__store_conn *c, dexa__claim *cl,
+                          dexa__taskq *q) {
+  dexa__claim_drop(cl); /* a batch that runs again claims afresh */
+  pthread_mutex_lock(&rt->mu);
+  int idle = rt->stopping ? 0 : rt->idle_workers;
+  pthread_mutex_unlock(&rt->mu);
+  /* Up to one Step per idle worker: a claim that takes fewer than it may
+   * has seen every ready row, so its commit need wake nobody else. */
+  if (idle > DEXA__CLAIM_BATCH) idle = DEXA__CLAIM_BATCH;
+  *cl = (dexa__claim){NULL, 0, 0, q, idle, 0, 0, 0, 0};
+  if (idle < 1 || c->ops->savepoint(c) != DEXA_OK) return;
+  if (dexa__claim_op(rt, c, cl) == DEXA_OK && c->ops->release(c) == DEXA_OK) return;
+  dexa__claim_drop(cl);
+  cl->quiet = 0;
+  (void)c->ops->rollback_to(c);
+}
+
+void dexa__hand_claim_over(dexa_runtime *rt, dexa__claim *cl, int committed) {
+  if (!committed || !cl->task) {
+    dexa__claim_drop(cl);
+    return;
+  }
+  dexa_task *t[1 + DEXA__CLAIM_BATCH];
+  int n = 0;
+  t[n++] = cl->task;
+  cl->task = NULL;
+  for (int i = 0; cl->more && i < cl->more->count; i++) t[n++] = cl->more->items[i];
+  if (cl->more) cl->more->count = 0;
+  for (int i = 0; i < n; i++) dexa__inflight_add(rt, t[i]);
+  (void)dexa__heartbeat_ensure(rt);
+  /* A claim that was not quiet woke a worker at commit already. */
+  claimed_push(rt, t, n);
+}
+
 static int single_attempt(dexa_runtime *rt, const dexa_task *t) {
   dexa__step_opts o;
   (void)dexa__row_opts(rt, &t->row, &o);
@@ -236,7 +282,7 @@ static int finish_with_claim(dexa_runtime *rt, dexa_task *task, const dexa_resul
                              int rc_dispatch, dexa_task **next, dexa__taskq *more,
                              int for_worker) {
   finish_claim_arg a = {{task, res, attempt_code(res, rc_dispatch), DEXA_OK},
-                        {NULL, 0, 0, more, DEXA__CLAIM_BATCH, 0, 0, 0}, next != NULL,
+                        {NULL, 0, 0, more, DEXA__CLAIM_BATCH, 0, 0, 0, for_worker}, next != NULL,
                         single_attempt(rt, task)};
   if (next) *next = NULL;
   dexa__inflight_remove(rt, task);
@@ -346,7 +392,7 @@ DEXA_EXTERN void dexa_task_abandon(dexa_runtime *rt, dexa_task *task) {
  * dexa__gc_run_claim); the host's poll returns durable claims only. */
 static int claim_into(dexa_runtime *rt, dexa_task **task, dexa__taskq *q, int32_t *ran,
                       int for_worker) {
-  dexa__claim cl = {NULL, 0, 0, q, q ? DEXA__CLAIM_BATCH : 1, 0, 0, 0};
+  dexa__claim cl = {NULL, 0, 0, q, q ? DEXA__CLAIM_BATCH : 1, 0, 0, 0, for_worker};
   int rc = for_worker ? dexa__gc_run_claim(rt, dexa__claim_op, &cl, &cl.single, &cl.quiet)
                       : dexa__gc_run(rt, dexa__claim_op, &cl);
   *task = NULL;
@@ -377,7 +423,8 @@ static int due_now(dexa_runtime *rt, int64_t *next_due) {
 
 /* Waits for a commit signal, at most until the next due row, the deadline,
  * or the store's poll period (another process's commit may not signal). */
-static void idle_wait(dexa_runtime *rt, uint64_t gen, int64_t next_due, int64_t deadline) {
+static void idle_wait(dexa_runtime *rt, uint64_t gen, int64_t next_due, int64_t deadline,
+                      int for_worker) {
   int64_t now_m = dexa__mono_ms();
   int64_t poll = dexa__poll_ms(rt);
   int64_t until = now_m + poll;
@@ -387,7 +434,11 @@ static void idle_wait(dexa_runtime *rt, uint64_t gen, int64_t next_due, int64_t 
   }
   if (until > deadline) until = deadline;
   pthread_mutex_lock(&rt->mu);
-  if (rt->work_gen == gen && !rt->stopping) dexa__cond_wait_until(&rt->work_cv, &rt->mu, until);
+  if (rt->work_gen == gen && !rt->stopping) {
+    rt->idle_workers += for_worker; /* RPCs may claim for it (dexa__claim_for_idle) */
+    dexa__cond_wait_until(&rt->work_cv, &rt->mu, until);
+    rt->idle_workers -= for_worker;
+  }
   pthread_mutex_unlock(&rt->mu);
 }
 
@@ -432,7 +483,7 @@ static int poll_into(dexa_runtime *rt, dexa_task **out, dexa__taskq *q, int64_t 
       }
     }
     if (dexa__mono_ms() >= deadline) return DEXA_E_TIMEOUT;
-    idle_wait(rt, gen, next_due, deadline);
+    idle_wait(rt, gen, next_due, deadline, for_worker);
   }
 }
 
