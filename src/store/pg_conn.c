@@ -30,6 +30,15 @@
   "session_id, exec_id, step_type, ord, state, method, attempt, cancelled, input,"      \
   " options, wait, conditions, recovery_error, due_ms, lease_owner, lease_until, started_ms,"  \
   " lost_workers"
+/* PG_STEP_UPDATE's assignments, PG_STEP_INSERT's when it reuses a slot. */
+#define STEP_SET                                                                           \
+  "exec_id = $2, step_type = $3, ord = $4, state = $5, method = $6, attempt = $7,"        \
+  " cancelled = $8, input = $9, options = $10, wait = $11, conditions = $12,"            \
+  " recovery_error = $13, due_ms = $14, lease_owner = $15, lease_until = $16,"           \
+  " started_ms = $17, lost_workers = $18"
+/* The state of a free slot: the row of a finished execution, kept for the
+ * session's next one (no live row has state 0; store.h). */
+#define STEP_FREE "0"
 /* session_data rows are keyed by the session's skey: bound by a write
  * transaction, which knows it from its memo, else found from the id. */
 #define SKEY "coalesce($2::bigint, (SELECT skey FROM sessions WHERE session_id = $1::text))"
@@ -91,15 +100,26 @@ static const char *const sql_text[PG_COUNT] = {
                      " d AS (DELETE FROM session_data AS d USING t WHERE d.skey = t.skey"
                      " AND d.kind = t.kind AND d.key = t.key AND d.seq = t.seq"
                      " RETURNING d.seq, d.value) SELECT seq, value FROM d ORDER BY seq",
-    [PG_STEP_INSERT] = "INSERT INTO steps(" STEP_COLS ") VALUES($1, $2, $3, $4, $5, $6, $7, $8,"
-                       " $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
-    [PG_STEP_GET] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1 AND exec_id = $2",
-    [PG_STEP_UPDATE] = "UPDATE steps SET step_type = $3, ord = $4, state = $5, method = $6,"
-                       " attempt = $7, cancelled = $8, input = $9, options = $10, wait = $11,"
-                       " conditions = $12, recovery_error = $13, due_ms = $14,"
-                       " lease_owner = $15, lease_until = $16, started_ms = $17,"
-                       " lost_workers = $18 WHERE session_id = $1 AND exec_id = $2",
-    [PG_STEP_DELETE] = "DELETE FROM steps WHERE session_id = $1 AND exec_id = $2",
+    /* A new execution takes a free slot of its session (STEP_FREE) when
+     * there is one: an UPDATE finds room on the slot's own page once the
+     * page is pruned, where an INSERT goes where the free space map points
+     * (nowhere until a VACUUM) and the table grows with every Step ever run. */
+    [PG_STEP_INSERT] = "WITH slot AS (UPDATE steps SET " STEP_SET " WHERE ctid ="
+                       " (SELECT ctid FROM steps WHERE session_id = $1 AND state = " STEP_FREE
+                       " LIMIT 1) AND session_id = $1 AND state = " STEP_FREE " RETURNING 1)"
+                       " INSERT INTO steps(" STEP_COLS ") SELECT $1, $2, $3, $4, $5, $6, $7, $8,"
+                       " $9, $10, $11, $12, $13, $14, $15, $16, $17, $18"
+                       " WHERE NOT EXISTS (SELECT 1 FROM slot)",
+    [PG_STEP_GET] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1 AND exec_id = $2"
+                    " AND state <> " STEP_FREE,
+    [PG_STEP_UPDATE] = "UPDATE steps SET " STEP_SET " WHERE session_id = $1 AND exec_id = $2"
+                       " AND state <> " STEP_FREE,
+    /* A finished execution's row becomes a free slot (PG_STEP_INSERT), its
+     * values cleared so it holds little. */
+    [PG_STEP_DELETE] = "UPDATE steps SET state = " STEP_FREE ", input = NULL, options = NULL,"
+                       " wait = NULL, conditions = NULL, recovery_error = NULL, due_ms = NULL,"
+                       " lease_owner = NULL WHERE session_id = $1 AND exec_id = $2"
+                       " AND state <> " STEP_FREE,
     /* Read-only (outside a write transaction): no locks. */
     [PG_STEP_FIRST_DUE] = "SELECT " STEP_COLS " FROM steps WHERE due_ms <= $1"
                           " ORDER BY due_ms LIMIT 1",
@@ -113,7 +133,8 @@ static const char *const sql_text[PG_COUNT] = {
                           " WHERE st.due_ms <= $1 ORDER BY st.due_ms LIMIT 1"
                           " FOR UPDATE SKIP LOCKED",
     [PG_STEP_NEXT_DUE] = "SELECT min(due_ms) FROM steps",
-    [PG_STEP_LIST] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1 ORDER BY ord",
+    [PG_STEP_LIST] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1"
+                     " AND state <> " STEP_FREE " ORDER BY ord",
     [PG_STEP_LIST_STATE] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1"
                            " AND state = $2 ORDER BY ord",
     [PG_STEP_RENEW] = "UPDATE steps SET lease_until = $6, due_ms = $6 WHERE session_id = $1"

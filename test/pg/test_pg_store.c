@@ -247,6 +247,66 @@ static void test_two_stores_never_claim_one_step_twice(void) {
   CHECK_EQ_INT(c[0].claimed + c[1].claimed, 40);
 }
 
+static int64_t count_rows(const char *path, const char *sql) {
+  PGconn *db = PQconnectdb(path);
+  PGresult *r = PQexec(db, sql);
+  int64_t n = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) ? atoll(PQgetvalue(r, 0, 0)) : -1;
+  PQclear(r);
+  PQfinish(db);
+  return n;
+}
+
+static void step_at(dexa__step_row *row, const char *sid, char *exec, size_t n, int ord) {
+  snprintf(exec, n, "W-%d", ord);
+  *row = (dexa__step_row){.session_id = (char *)sid, .exec_id = exec, .step_type = "W",
+                          .ord = ord, .state = DEXA__STEP_READY, .method = 2, .due_ms = 10,
+                          .input = "{\"big\":1}", .input_len = 9};
+}
+
+/* A finished Step's row is kept as a free slot that the session's next
+ * Step takes (so the table does not grow with every Step ever run): the
+ * free slot is found by no read, and a session's slots are its own. */
+static void test_finished_step_rows_are_reused_and_hidden(void) {
+  char path[1024], exec[16];
+  temp_store_path(path, sizeof path, "slots");
+  temp_side side;
+  CHECK_EQ_INT(temp_side_open(&side, path, 0), DEXA_OK);
+  dexa__store_conn *c = side.conn;
+  dexa__step_row row, got;
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "a", "Fake", 1, "{}", 2), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "b", "Fake", 1, "{}", 2), DEXA_OK);
+  for (int i = 1; i <= 2; i++) {
+    step_at(&row, "a", exec, sizeof exec, i);
+    CHECK_EQ_INT(c->ops->step_insert(c, &row), DEXA_OK);
+  }
+  CHECK_EQ_INT(c->ops->step_delete(c, "a", "W-1"), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->step_get(c, "a", "W-1", &got), DEXA_E_NOT_FOUND);
+  dexa__step_row *rows = NULL;
+  size_t n = 0;
+  CHECK_EQ_INT(c->ops->step_list(c, "a", 0, &rows, &n), DEXA_OK);
+  CHECK_EQ_INT((int)n, 1);
+  if (n == 1) CHECK_STR(rows[0].exec_id, "W-2");
+  dexa__step_rows_free(rows, n);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM steps WHERE state = 0 AND input IS NULL"), 1);
+  /* Another session's Step does not take a's slot; a's next one does. */
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  step_at(&row, "b", exec, sizeof exec, 1);
+  CHECK_EQ_INT(c->ops->step_insert(c, &row), DEXA_OK);
+  step_at(&row, "a", exec, sizeof exec, 3);
+  CHECK_EQ_INT(c->ops->step_insert(c, &row), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM steps"), 3);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM steps WHERE state = 0"), 0);
+  CHECK_EQ_INT(c->ops->step_get(c, "a", "W-3", &got), DEXA_OK);
+  if (got.input) CHECK(got.input_len == 9 && memcmp(got.input, "{\"big\":1}", 9) == 0);
+  CHECK_EQ_INT((int)got.ord, 3);
+  dexa__step_row_free(&got);
+  temp_side_close(&side);
+  temp_store_remove(path);
+}
+
 static const char *DESC =
     "{\"flow_type\":\"Fake\",\"start_step\":\"Start\",\"steps\":["
     "{\"name\":\"Start\",\"options\":{\"locked\":true}},"
@@ -321,6 +381,7 @@ int main(void) {
   RUN(test_version_2_database_gets_session_lifetimes);
   RUN(test_a_commit_wakes_another_store);
   RUN(test_two_stores_never_claim_one_step_twice);
+  RUN(test_finished_step_rows_are_reused_and_hidden);
   RUN(test_client_only_runtime_sees_other_workers_events);
   TEST_MAIN_END();
 }
