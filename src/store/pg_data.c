@@ -399,7 +399,7 @@ int dexa__pg_session_list(dexa__store_conn *base, int64_t before_ms, const char 
 
 /* ---- session data --------------------------------------------------------------- */
 
-/* The first two parameters of a session_data statement: the session id and,
+/* The first two parameters of an attrs, channel_msgs or events statement: the session id and,
  * in a write transaction, its skey from the memo (which also locks the
  * session); NULL lets the statement look it up. */
 static int bind_session(pg_conn *c, pg_params *p, const char *sid) {
@@ -642,6 +642,23 @@ static int exec_id_stmt(pg_conn *c, pg_stmt_id id, const char *sid, int64_t *cha
   return dexa__pg_exec(c, id, &p, changed);
 }
 
+/* Deletes up to max rows of the session's data, table after table
+ * (attributes, channel messages, events); *deleted: how many. */
+static int purge_data(pg_conn *c, int64_t skey, int64_t max, int64_t *deleted) {
+  static const pg_stmt_id tables[] = {PG_SESSION_PURGE_DATA, PG_SESSION_PURGE_CHANS,
+                                      PG_SESSION_PURGE_EVENTS};
+  int rc = DEXA_OK;
+  for (size_t i = 0; rc == DEXA_OK && i < 3 && *deleted < max; i++) {
+    pg_params p = {0};
+    int64_t n = 0;
+    dexa__pg_p_int(&p, skey);
+    dexa__pg_p_int(&p, max - *deleted);
+    rc = dexa__pg_exec(c, tables[i], &p, &n);
+    *deleted += n;
+  }
+  return rc;
+}
+
 int dexa__pg_session_purge(dexa__store_conn *base, const char *id, int64_t max_rows,
                            int64_t *deleted, int *gone) {
   pg_conn *c = (pg_conn *)base;
@@ -654,10 +671,7 @@ int dexa__pg_session_purge(dexa__store_conn *base, const char *id, int64_t max_r
   /* What any cache holds of it is stale: forgotten at commit (no cached
    * session has version -1); other processes see its version raised. */
   dexa__write_log_bumped(&c->log, id, 0);
-  pg_params p = {0};
-  dexa__pg_p_int(&p, row->skey);
-  dexa__pg_p_int(&p, max_rows > 0 ? max_rows : 1);
-  rc = dexa__pg_exec(c, PG_SESSION_PURGE_DATA, &p, deleted);
+  rc = purge_data(c, row->skey, max_rows > 0 ? max_rows : 1, deleted);
   if (rc != DEXA_OK) return rc;
   if (*deleted >= max_rows) {
     if (dexa__session_memo_will_change(&c->memo, row) != 0) return DEXA_E_NOMEM;

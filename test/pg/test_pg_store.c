@@ -65,6 +65,15 @@ static int64_t meta_version(const char *path) {
   return v;
 }
 
+static int64_t count_rows(const char *path, const char *sql) {
+  PGconn *db = PQconnectdb(path);
+  PGresult *r = PQexec(db, sql);
+  int64_t n = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) ? atoll(PQgetvalue(r, 0, 0)) : -1;
+  PQclear(r);
+  PQfinish(db);
+  return n;
+}
+
 /* A version 1 database (steps without lost_workers) is migrated on open:
  * old rows count 0 lost workers. */
 static void test_version_1_schema_gets_lost_worker_counts(void) {
@@ -78,7 +87,7 @@ static void test_version_1_schema_gets_lost_worker_counts(void) {
   PQclear(PQexec(db, "UPDATE dexa_meta SET value = '1' WHERE key = 'schema_version'"));
   PQfinish(db);
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
-  CHECK_EQ_INT(meta_version(path), 3);
+  CHECK_EQ_INT(meta_version(path), 4);
   db = PQconnectdb(path);
   PGresult *r = PQexec(db, "SELECT lost_workers FROM steps");
   CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1);
@@ -92,13 +101,60 @@ static void test_newer_schema_is_refused_and_left_alone(void) {
   char path[1024], err[512];
   temp_store_path(path, sizeof path, "newer");
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
-  CHECK_EQ_INT(meta_version(path), 3);
+  CHECK_EQ_INT(meta_version(path), 4);
   PGconn *db = PQconnectdb(path);
   PQclear(PQexec(db, "UPDATE dexa_meta SET value = '99' WHERE key = 'schema_version'"));
   PQfinish(db);
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_E_UNSUPPORTED);
-  CHECK_CONTAINS(err, "schema version 99 is newer than this library's (3)");
+  CHECK_CONTAINS(err, "schema version 99 is newer than this library's (4)");
   CHECK_EQ_INT(meta_version(path), 99);
+  temp_store_remove(path);
+}
+
+/* A version 3 database (attributes, channel messages and events in one
+ * session_data table) is migrated on open: every row moves to the table of
+ * its kind, values as they were, and session_data is gone; the store reads
+ * them through its usual operations. */
+static void test_version_3_data_moves_to_a_table_per_kind(void) {
+  char path[1024], err[512];
+  temp_store_path(path, sizeof path, "v3data");
+  CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
+  PGconn *db = PQconnectdb(path);
+  PGresult *r = PQexec(db,
+      "DROP TABLE attrs, channel_msgs, events;"
+      "CREATE TABLE session_data(skey bigint NOT NULL, kind smallint NOT NULL,"
+      " key bytea NOT NULL, seq bigint NOT NULL, value bytea NOT NULL,"
+      " PRIMARY KEY(skey, kind, key, seq));"
+      "INSERT INTO sessions(session_id, flow_type, created_ms, status, event_seq, step_ord)"
+      " VALUES('old', 'Fake', 1, 0, 2, 0);"
+      "INSERT INTO session_data SELECT skey, 0, convert_to('k', 'UTF8'), 0, convert_to('\"v\"', 'UTF8')"
+      " FROM sessions WHERE session_id = 'old';"
+      "INSERT INTO session_data SELECT skey, 1, convert_to('ch', 'UTF8'), 1, convert_to('1', 'UTF8')"
+      " FROM sessions WHERE session_id = 'old';"
+      "INSERT INTO session_data SELECT skey, 2, '\\x'::bytea, s, convert_to('{\"e\":' || s || '}', 'UTF8')"
+      " FROM sessions, generate_series(1, 2) AS s WHERE session_id = 'old';"
+      "UPDATE dexa_meta SET value = '3' WHERE key = 'schema_version'");
+  CHECK_EQ_INT(PQresultStatus(r), PGRES_COMMAND_OK);
+  PQclear(r);
+  PQfinish(db);
+  CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
+  CHECK_EQ_INT(meta_version(path), 4);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM pg_class WHERE relname = 'session_data'"
+                                " AND relnamespace = current_schema()::regnamespace"), 0);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM attrs"), 1);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM channel_msgs"), 1);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM events"), 2);
+  temp_side side;
+  CHECK_EQ_INT(temp_side_open(&side, path, 0), DEXA_OK);
+  dexa__store_conn *c = side.conn;
+  const char *v = NULL;
+  size_t vn = 0;
+  CHECK_EQ_INT(c->ops->attr_get(c, "old", "k", 1, &v, &vn), DEXA_OK);
+  if (v) CHECK(vn == 3 && memcmp(v, "\"v\"", 3) == 0);
+  int64_t n = 0;
+  CHECK_EQ_INT(c->ops->chan_count(c, "old", "ch", 2, &n), DEXA_OK);
+  CHECK_EQ_INT((int)n, 1);
+  temp_side_close(&side);
   temp_store_remove(path);
 }
 
@@ -121,7 +177,7 @@ static void test_version_2_database_gets_session_lifetimes(void) {
                      " step_ord) VALUES('old', 'AgentSession', 1, 0, 0, 0);"
                      "UPDATE dexa_meta SET value = '2' WHERE key = 'schema_version'"));
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
-  CHECK_EQ_INT(meta_version(path), 3);
+  CHECK_EQ_INT(meta_version(path), 4);
   PGresult *r = PQexec(db, "SELECT active_ms, (SELECT count(*) FROM pg_indexes WHERE"
                            " indexname = 'sessions_active' AND schemaname = current_schema()) FROM sessions WHERE session_id = 'old'");
   CHECK_EQ_INT(PQresultStatus(r), PGRES_TUPLES_OK);
@@ -247,14 +303,6 @@ static void test_two_stores_never_claim_one_step_twice(void) {
   CHECK_EQ_INT(c[0].claimed + c[1].claimed, 40);
 }
 
-static int64_t count_rows(const char *path, const char *sql) {
-  PGconn *db = PQconnectdb(path);
-  PGresult *r = PQexec(db, sql);
-  int64_t n = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) ? atoll(PQgetvalue(r, 0, 0)) : -1;
-  PQclear(r);
-  PQfinish(db);
-  return n;
-}
 
 static void step_at(dexa__step_row *row, const char *sid, char *exec, size_t n, int ord) {
   snprintf(exec, n, "W-%d", ord);
@@ -379,6 +427,7 @@ int main(void) {
   RUN(test_newer_schema_is_refused_and_left_alone);
   RUN(test_version_1_schema_gets_lost_worker_counts);
   RUN(test_version_2_database_gets_session_lifetimes);
+  RUN(test_version_3_data_moves_to_a_table_per_kind);
   RUN(test_a_commit_wakes_another_store);
   RUN(test_two_stores_never_claim_one_step_twice);
   RUN(test_finished_step_rows_are_reused_and_hidden);
