@@ -130,11 +130,8 @@ static int table_unpack(pg_conn *c, size_t t, int64_t *bad) {
     PGresult *r = dexa__pg_run(c, value_pages[t].stmt, &p, &rc);
     if (!r) break;
     rows = PQntuples(r);
-    for (int i = 0; i < rows; i++) {
-      const char *v;
-      size_t vn;
-      if (dexa__pg_column_value(c, r, i, 3, &v, &vn) == DEXA_E_CORRUPT) (*bad)++;
-    }
+    for (int i = 0; i < rows; i++)
+      if (dexa__pg_value_check(c, r, i, 3) == DEXA_E_CORRUPT) (*bad)++;
     if (rows > 0) {
       skey = dexa__pg_int(r, rows - 1, 0);
       seq = dexa__pg_int(r, rows - 1, 2);

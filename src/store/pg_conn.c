@@ -1028,6 +1028,7 @@ const dexa__store_ops dexa__pg_ops = {
     .step_renew = dexa__pg_step_renew,
     .step_busy_count = dexa__pg_step_busy_count,
     .event_append = dexa__pg_event_append,
+    .event_append_batch = dexa__pg_event_append_batch,
     .event_trim = dexa__pg_event_trim,
     .event_read = dexa__pg_event_read,
     .sync = pg_sync,

@@ -355,6 +355,59 @@ static void test_finished_step_rows_are_reused_and_hidden(void) {
   temp_store_remove(path);
 }
 
+typedef struct seen_events {
+  int n;
+  int64_t seq[8];
+  char json[8][32];
+} seen_events;
+
+static int see_event(void *ctx, int64_t seq, const char *json, size_t len) {
+  seen_events *s = ctx;
+  if (s->n >= 8 || len >= sizeof s->json[0] || json[len] != '\0') return DEXA_E_CORRUPT;
+  s->seq[s->n] = seq;
+  memcpy(s->json[s->n++], json, len + 1);
+  return DEXA_OK;
+}
+
+/* The events of one result share a row: read back one by one, from any
+ * seq inside the row, never past the limit, each NUL-terminated; a
+ * damaged row is found by the store check. */
+static void test_events_of_one_result_share_a_row(void) {
+  char path[1024];
+  temp_store_path(path, sizeof path, "evbatch");
+  temp_side side;
+  CHECK_EQ_INT(temp_side_open(&side, path, 0), DEXA_OK);
+  dexa__store_conn *c = side.conn;
+  const char *json[3] = {"{\"type\":\"a\"}", "{\"type\":\"bb\"}", "{\"type\":\"ccc\"}"};
+  size_t len[3] = {12, 13, 14};
+  CHECK(c->ops->event_append_batch != NULL);
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "e", "Fake", 1, "{}", 2), DEXA_OK);
+  CHECK_EQ_INT(c->ops->event_append_batch(c, "e", 3, json, len, 3), DEXA_OK);
+  CHECK_EQ_INT(c->ops->event_append(c, "e", 4, "{\"type\":\"d\"}", 12), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM events"), 2);
+  seen_events all = {0}, mid = {0};
+  CHECK_EQ_INT(c->ops->event_read(c, "e", 0, 10, see_event, &all), DEXA_OK);
+  CHECK_EQ_INT(all.n, 4);
+  for (int i = 0; i < all.n; i++) CHECK_EQ_INT((int)all.seq[i], i + 1);
+  CHECK_STR(all.json[1], "{\"type\":\"bb\"}");
+  CHECK_STR(all.json[2], "{\"type\":\"ccc\"}");
+  CHECK_STR(all.json[3], "{\"type\":\"d\"}");
+  CHECK_EQ_INT(c->ops->event_read(c, "e", 1, 1, see_event, &mid), DEXA_OK);
+  CHECK_EQ_INT(mid.n, 1);
+  CHECK_EQ_INT((int)mid.seq[0], 2);
+  temp_side_close(&side);
+  PGconn *db = PQconnectdb(path);
+  PQclear(PQexec(db, "UPDATE events SET value = '\\x1e0009'::bytea WHERE seq = 3"));
+  PQfinish(db);
+  char *out = NULL, err[256];
+  CHECK_EQ_INT(dexa_store_check(path, &out, NULL, err, sizeof err), DEXA_E_CORRUPT);
+  if (out) CHECK_CONTAINS(out, "stored values are damaged");
+  dexa_free(out);
+  temp_store_remove(path);
+}
+
 static const char *DESC =
     "{\"flow_type\":\"Fake\",\"start_step\":\"Start\",\"steps\":["
     "{\"name\":\"Start\",\"options\":{\"locked\":true}},"
@@ -431,6 +484,7 @@ int main(void) {
   RUN(test_a_commit_wakes_another_store);
   RUN(test_two_stores_never_claim_one_step_twice);
   RUN(test_finished_step_rows_are_reused_and_hidden);
+  RUN(test_events_of_one_result_share_a_row);
   RUN(test_client_only_runtime_sees_other_workers_events);
   TEST_MAIN_END();
 }
