@@ -216,8 +216,8 @@ void dexa__pg_p_null(pg_params *p) {
   p->fmt[i] = 0;
 }
 
-/* Results come in binary: every integer column is bigint (schema) or a
- * count, 8 bytes in network order. */
+/* Results come in binary: integer columns are bigint, integer or smallint
+ * (schema), counts bigint, all in network order. */
 int64_t dexa__pg_int(const PGresult *r, int row, int col) {
   if (PQgetisnull(r, row, col)) return 0;
   const char *v = PQgetvalue(r, row, col);
@@ -231,6 +231,11 @@ int64_t dexa__pg_int(const PGresult *r, int row, int col) {
     uint32_t x;
     memcpy(&x, v, 4);
     return (int32_t)be32toh(x);
+  }
+  if (len == 2) {
+    uint16_t x;
+    memcpy(&x, v, 2);
+    return (int16_t)be16toh(x);
   }
   return 0;
 }

@@ -82,8 +82,9 @@ static void test_version_1_schema_gets_lost_worker_counts(void) {
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
   PGconn *db = PQconnectdb(path);
   PQclear(PQexec(db, "ALTER TABLE steps DROP COLUMN lost_workers"));
-  PQclear(PQexec(db, "INSERT INTO steps VALUES('s', 'RunModel-3', 'RunModel', 3, 3, 2, 2, 0,"
-                     " NULL, NULL, NULL, NULL, NULL, 0, 'w', 0, 0)"));
+  PQclear(PQexec(db, "INSERT INTO steps(session_id, exec_id, step_type, ord, state, method,"
+                     " attempt, cancelled, due_ms, lease_owner, lease_until, started_ms)"
+                     " VALUES('s', 'RunModel-3', 'RunModel', 3, 3, 2, 2, 0, 0, 'w', 0, 0)"));
   PQclear(PQexec(db, "UPDATE dexa_meta SET value = '1' WHERE key = 'schema_version'"));
   PQfinish(db);
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
@@ -112,16 +113,27 @@ static void test_newer_schema_is_refused_and_left_alone(void) {
 }
 
 /* A version 3 database (attributes, channel messages and events in one
- * session_data table) is migrated on open: every row moves to the table of
- * its kind, values as they were, and session_data is gone; the store reads
- * them through its usual operations. */
+ * session_data table, steps of bigint columns) is migrated on open: every
+ * row moves to the table of its kind, values as they were, and
+ * session_data is gone; steps are rebuilt with narrow counters; the store
+ * reads them through its usual operations. */
 static void test_version_3_data_moves_to_a_table_per_kind(void) {
   char path[1024], err[512];
   temp_store_path(path, sizeof path, "v3data");
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
   PGconn *db = PQconnectdb(path);
   PGresult *r = PQexec(db,
-      "DROP TABLE attrs, channel_msgs, events;"
+      "DROP TABLE attrs, channel_msgs, events, steps;"
+      "CREATE TABLE steps(session_id text NOT NULL, exec_id text NOT NULL,"
+      " step_type text NOT NULL, ord bigint NOT NULL, state bigint NOT NULL,"
+      " method bigint NOT NULL, attempt bigint NOT NULL, cancelled bigint NOT NULL,"
+      " input bytea, options bytea, wait bytea, conditions bytea, recovery_error bytea,"
+      " due_ms bigint, lease_owner text, lease_until bigint NOT NULL,"
+      " started_ms bigint NOT NULL, lost_workers bigint NOT NULL DEFAULT 0,"
+      " PRIMARY KEY(session_id, exec_id));"
+      "CREATE INDEX steps_due ON steps(due_ms) WHERE due_ms IS NOT NULL;"
+      "INSERT INTO steps VALUES('old', 'W-7', 'W', 7, 3, 2, 4, 1, convert_to('[1]', 'UTF8'),"
+      " NULL, NULL, NULL, NULL, 123, 'me', 456, 99, 2);"
       "CREATE TABLE session_data(skey bigint NOT NULL, kind smallint NOT NULL,"
       " key bytea NOT NULL, seq bigint NOT NULL, value bytea NOT NULL,"
       " PRIMARY KEY(skey, kind, key, seq));"
@@ -154,6 +166,24 @@ static void test_version_3_data_moves_to_a_table_per_kind(void) {
   int64_t n = 0;
   CHECK_EQ_INT(c->ops->chan_count(c, "old", "ch", 2, &n), DEXA_OK);
   CHECK_EQ_INT((int)n, 1);
+  /* steps: rebuilt in version 4's layout, the row as it was */
+  dexa__step_row row;
+  CHECK_EQ_INT(c->ops->step_get(c, "old", "W-7", &row), DEXA_OK);
+  CHECK_EQ_INT((int)row.ord, 7);
+  CHECK_EQ_INT(row.state, 3);
+  CHECK_EQ_INT(row.method, 2);
+  CHECK_EQ_INT(row.attempt, 4);
+  CHECK_EQ_INT(row.cancelled, 1);
+  CHECK_EQ_INT((int)row.due_ms, 123);
+  CHECK_EQ_INT((int)row.lease_until, 456);
+  CHECK_EQ_INT((int)row.started_ms, 99);
+  CHECK_EQ_INT(row.lost_workers, 2);
+  if (row.lease_owner) CHECK_STR(row.lease_owner, "me");
+  CHECK(row.input_len == 3 && row.input && memcmp(row.input, "[1]", 3) == 0);
+  dexa__step_row_free(&row);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()"
+                                " AND indexname IN ('steps_pkey', 'steps_due')"), 2);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM pg_class WHERE relname = 'steps_v3'"), 0);
   temp_side_close(&side);
   temp_store_remove(path);
 }
