@@ -45,6 +45,24 @@ static int append_at(dexa_runtime *rt, dexa__store_conn *c, const char *sid, int
   return rc;
 }
 
+/* The result's n > 1 events at once (store.h: event_append_batch), then
+ * the trim append_at would have made at the multiple of 64 among them. */
+static int append_batch(dexa_runtime *rt, dexa__store_conn *c, const char *sid, int64_t last,
+                        const dexa_result *res, size_t n) {
+  const char **json = malloc(n * sizeof *json);
+  size_t *len = malloc(n * sizeof *len);
+  int rc = json && len ? DEXA_OK : DEXA_E_NOMEM;
+  for (size_t i = 0; i < n && rc == DEXA_OK; i++) rc = dexa_result_event_at(res, i, &json[i], &len[i]);
+  if (rc == DEXA_OK) rc = c->ops->event_append_batch(c, sid, last, json, len, n);
+  free(json);
+  free(len);
+  int64_t at = last - last % 64; /* the last multiple of 64 in the batch, if any */
+  if (rc == DEXA_OK && rt->events_retained > 0 && at > last - (int64_t)n &&
+      at > rt->events_retained)
+    rc = c->ops->event_trim(c, sid, at - rt->events_retained);
+  return rc;
+}
+
 /* Appends the result's events with consecutive sequence numbers taken in
  * one update of the session row. */
 static int apply_events(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
@@ -53,6 +71,8 @@ static int apply_events(dexa_runtime *rt, dexa__store_conn *c, const char *sid,
   if (n == 0) return DEXA_OK;
   int64_t last = 0;
   int rc = c->ops->session_bump_events(c, sid, (int64_t)n, &last);
+  if (rc == DEXA_OK && n > 1 && c->ops->event_append_batch)
+    return append_batch(rt, c, sid, last, res, n);
   for (size_t i = 0; i < n && rc == DEXA_OK; i++) {
     const char *json;
     size_t len;

@@ -101,37 +101,53 @@ static int count_check(pg_conn *c, pg_stmt_id stmt, const char *problem, dexa__p
 }
 
 /* Unpacks every stored value, a page of rows at a time in primary key
- * order, so memory stays bounded however large the store is. */
-#define UNPACK_PAGE 500 /* the LIMIT of PG_ADMIN_VALUES_PAGE */
+ * order, so memory stays bounded however large the store is. Each page
+ * statement returns (skey, key or channel, seq, value) and starts after
+ * the row it is given: its skey, then its key and its seq if the table
+ * has them. */
+#define UNPACK_PAGE 500 /* the LIMIT of the PG_ADMIN_*VALUES_PAGE statements */
 
-static int values_unpack(pg_conn *c, dexa__problem_fn report, void *ctx) {
-  int64_t bad = 0, skey = -1, kind = -1, seq = -1;
+static const struct {
+  pg_stmt_id stmt;
+  int has_key, has_seq;
+} value_pages[] = {
+    {PG_ADMIN_VALUES_PAGE, 1, 0},
+    {PG_ADMIN_CHAN_VALUES_PAGE, 1, 1},
+    {PG_ADMIN_EVENT_VALUES_PAGE, 0, 1},
+};
+
+/* Counts the values of one table that do not unpack into *bad. */
+static int table_unpack(pg_conn *c, size_t t, int64_t *bad) {
+  int64_t skey = -1, seq = -1;
   char *key = NULL;
   size_t klen = 0;
   int rc = DEXA_OK, rows = UNPACK_PAGE;
   while (rc == DEXA_OK && rows == UNPACK_PAGE) {
     pg_params p = {0};
     dexa__pg_p_int(&p, skey);
-    dexa__pg_p_int(&p, kind);
-    dexa__pg_p_bytes(&p, key ? key : "", klen);
-    dexa__pg_p_int(&p, seq);
-    PGresult *r = dexa__pg_run(c, PG_ADMIN_VALUES_PAGE, &p, &rc);
+    if (value_pages[t].has_key) dexa__pg_p_bytes(&p, key ? key : "", klen);
+    if (value_pages[t].has_seq) dexa__pg_p_int(&p, seq);
+    PGresult *r = dexa__pg_run(c, value_pages[t].stmt, &p, &rc);
     if (!r) break;
     rows = PQntuples(r);
-    for (int i = 0; i < rows; i++) {
-      const char *v;
-      size_t vn;
-      if (dexa__pg_column_value(c, r, i, 4, &v, &vn) == DEXA_E_CORRUPT) bad++;
-    }
+    for (int i = 0; i < rows; i++)
+      if (dexa__pg_value_check(c, r, i, 3) == DEXA_E_CORRUPT) (*bad)++;
     if (rows > 0) {
       skey = dexa__pg_int(r, rows - 1, 0);
-      kind = dexa__pg_int(r, rows - 1, 1);
-      seq = dexa__pg_int(r, rows - 1, 3);
-      rc = dexa__pg_dup(r, rows - 1, 2, &key, &klen);
+      seq = dexa__pg_int(r, rows - 1, 2);
+      rc = dexa__pg_dup(r, rows - 1, 1, &key, &klen);
     }
     PQclear(r);
   }
   free(key);
+  return rc;
+}
+
+static int values_unpack(pg_conn *c, dexa__problem_fn report, void *ctx) {
+  int64_t bad = 0;
+  int rc = DEXA_OK;
+  for (size_t t = 0; rc == DEXA_OK && t < sizeof value_pages / sizeof value_pages[0]; t++)
+    rc = table_unpack(c, t, &bad);
   if (rc == DEXA_OK && bad > 0) {
     char msg[200];
     snprintf(msg, sizeof msg, "PostgreSQL store: %lld stored values are damaged (they do not unpack)",
@@ -152,7 +168,9 @@ int dexa__pg_integrity_check(dexa__store_conn *base, dexa__problem_fn report, vo
 
 static int64_t store_bytes(PGconn *db) {
   PGresult *r = PQexec(db, "SELECT (pg_total_relation_size('sessions') +"
-                           " pg_total_relation_size('session_data') +"
+                           " pg_total_relation_size('attrs') +"
+                           " pg_total_relation_size('channel_msgs') +"
+                           " pg_total_relation_size('events') +"
                            " pg_total_relation_size('steps'))::text");
   int64_t n = -1;
   if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
@@ -171,7 +189,7 @@ int dexa__pg_vacuum(dexa__store *base, int64_t *before, int64_t *after) {
   int rc = dexa__pg_connect(s->conninfo, &db, NULL, 0);
   if (rc != DEXA_OK) return rc;
   *before = store_bytes(db);
-  PGresult *r = PQexec(db, "VACUUM (ANALYZE) sessions, session_data, steps");
+  PGresult *r = PQexec(db, "VACUUM (ANALYZE) sessions, attrs, channel_msgs, events, steps");
   rc = PQresultStatus(r) == PGRES_COMMAND_OK ? DEXA_OK : DEXA_E_IO;
   PQclear(r);
   if (rc == DEXA_OK) *after = store_bytes(db);

@@ -30,7 +30,16 @@
   "session_id, exec_id, step_type, ord, state, method, attempt, cancelled, input,"      \
   " options, wait, conditions, recovery_error, due_ms, lease_owner, lease_until, started_ms,"  \
   " lost_workers"
-/* session_data rows are keyed by the session's skey: bound by a write
+/* PG_STEP_UPDATE's assignments, PG_STEP_INSERT's when it reuses a slot. */
+#define STEP_SET                                                                           \
+  "exec_id = $2, step_type = $3, ord = $4, state = $5, method = $6, attempt = $7,"        \
+  " cancelled = $8, input = $9, options = $10, wait = $11, conditions = $12,"            \
+  " recovery_error = $13, due_ms = $14, lease_owner = $15, lease_until = $16,"           \
+  " started_ms = $17, lost_workers = $18"
+/* The state of a free slot: the row of a finished execution, kept for the
+ * session's next one (no live row has state 0; store.h). */
+#define STEP_FREE "0"
+/* attrs, channel_msgs and events rows are keyed by the session's skey: bound by a write
  * transaction, which knows it from its memo, else found from the id. */
 #define SKEY "coalesce($2::bigint, (SELECT skey FROM sessions WHERE session_id = $1::text))"
 
@@ -53,9 +62,13 @@ static const char *const sql_text[PG_COUNT] = {
                                   " active_ms FROM sessions WHERE status IN (1, 2, 3)"
                                   " AND active_ms < $1 LIMIT $2",
     /* At most $2 rows of one session per statement: the sweep's batches. */
-    [PG_SESSION_PURGE_DATA] = "DELETE FROM session_data WHERE skey = $1 AND (kind, key, seq) IN"
-                              " (SELECT kind, key, seq FROM session_data WHERE skey = $1"
-                              " ORDER BY kind, key, seq LIMIT $2)",
+    [PG_SESSION_PURGE_DATA] = "DELETE FROM attrs WHERE skey = $1 AND key IN"
+                              " (SELECT key FROM attrs WHERE skey = $1 ORDER BY key LIMIT $2)",
+    [PG_SESSION_PURGE_CHANS] = "DELETE FROM channel_msgs WHERE skey = $1 AND (channel, seq) IN"
+                               " (SELECT channel, seq FROM channel_msgs WHERE skey = $1"
+                               " ORDER BY channel, seq LIMIT $2)",
+    [PG_SESSION_PURGE_EVENTS] = "DELETE FROM events WHERE skey = $1 AND seq IN"
+                                " (SELECT seq FROM events WHERE skey = $1 ORDER BY seq LIMIT $2)",
     [PG_SESSION_PURGE_STEPS] = "DELETE FROM steps WHERE session_id = $1",
     [PG_SESSION_DELETE] = "DELETE FROM sessions WHERE session_id = $1",
     [PG_SESSION_STATUS] = "UPDATE sessions SET status = $2 WHERE session_id = $1",
@@ -68,38 +81,45 @@ static const char *const sql_text[PG_COUNT] = {
     [PG_SESSION_LIST_AFTER] = "SELECT session_id, flow_type, created_ms, status, event_seq,"
                               " active_ms FROM sessions WHERE (created_ms, session_id) < ($2, $3::text)"
                               " ORDER BY created_ms DESC, session_id DESC LIMIT $1",
-    [PG_ATTR_GET] = "SELECT value FROM session_data WHERE skey = " SKEY " AND kind = 0"
-                    " AND key = $3 AND seq = 0",
-    [PG_ATTR_PUT] = "INSERT INTO session_data(skey, kind, key, seq, value)"
-                    " VALUES(" SKEY ", 0, $3, 0, $4)"
-                    " ON CONFLICT(skey, kind, key, seq) DO UPDATE SET value = excluded.value",
-    [PG_ATTR_DELETE] = "DELETE FROM session_data WHERE skey = " SKEY " AND kind = 0"
-                       " AND key = $3 AND seq = 0",
-    [PG_ATTR_SCAN_RANGE] = "SELECT key, value FROM session_data WHERE skey = " SKEY
-                           " AND kind = 0 AND key >= $3 AND key < $4 ORDER BY key",
-    [PG_ATTR_SCAN_FROM] = "SELECT key, value FROM session_data WHERE skey = " SKEY
-                          " AND kind = 0 AND key >= $3 ORDER BY key",
-    [PG_CHAN_PUSH] = "INSERT INTO session_data(skey, kind, key, seq, value)"
-                     " SELECT k.skey, 1, $3::bytea, coalesce((SELECT max(seq) FROM session_data"
-                     " WHERE skey = k.skey AND kind = 1 AND key = $3::bytea), 0) + 1, $4::bytea"
+    [PG_ATTR_GET] = "SELECT value FROM attrs WHERE skey = " SKEY " AND key = $3",
+    [PG_ATTR_PUT] = "INSERT INTO attrs(skey, key, value) VALUES(" SKEY ", $3, $4)"
+                    " ON CONFLICT(skey, key) DO UPDATE SET value = excluded.value",
+    [PG_ATTR_DELETE] = "DELETE FROM attrs WHERE skey = " SKEY " AND key = $3",
+    [PG_ATTR_SCAN_RANGE] = "SELECT key, value FROM attrs WHERE skey = " SKEY
+                           " AND key >= $3 AND key < $4 ORDER BY key",
+    [PG_ATTR_SCAN_FROM] = "SELECT key, value FROM attrs WHERE skey = " SKEY
+                          " AND key >= $3 ORDER BY key",
+    [PG_CHAN_PUSH] = "INSERT INTO channel_msgs(skey, channel, seq, value)"
+                     " SELECT k.skey, $3::bytea, coalesce((SELECT max(seq) FROM channel_msgs"
+                     " WHERE skey = k.skey AND channel = $3::bytea), 0) + 1, $4::bytea"
                      " FROM (SELECT " SKEY " AS skey) AS k",
-    [PG_CHAN_COUNT] = "SELECT count(*) FROM session_data WHERE skey = " SKEY " AND kind = 1"
-                      " AND key = $3",
+    [PG_CHAN_COUNT] = "SELECT count(*) FROM channel_msgs WHERE skey = " SKEY " AND channel = $3",
     /* The oldest n messages, deleted and returned in one statement. */
-    [PG_CHAN_TAKE] = "WITH t AS (SELECT skey, kind, key, seq FROM session_data"
-                     " WHERE skey = " SKEY " AND kind = 1 AND key = $3 ORDER BY seq LIMIT $4),"
-                     " d AS (DELETE FROM session_data AS d USING t WHERE d.skey = t.skey"
-                     " AND d.kind = t.kind AND d.key = t.key AND d.seq = t.seq"
+    [PG_CHAN_TAKE] = "WITH t AS (SELECT skey, channel, seq FROM channel_msgs"
+                     " WHERE skey = " SKEY " AND channel = $3 ORDER BY seq LIMIT $4),"
+                     " d AS (DELETE FROM channel_msgs AS d USING t WHERE d.skey = t.skey"
+                     " AND d.channel = t.channel AND d.seq = t.seq"
                      " RETURNING d.seq, d.value) SELECT seq, value FROM d ORDER BY seq",
-    [PG_STEP_INSERT] = "INSERT INTO steps(" STEP_COLS ") VALUES($1, $2, $3, $4, $5, $6, $7, $8,"
-                       " $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
-    [PG_STEP_GET] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1 AND exec_id = $2",
-    [PG_STEP_UPDATE] = "UPDATE steps SET step_type = $3, ord = $4, state = $5, method = $6,"
-                       " attempt = $7, cancelled = $8, input = $9, options = $10, wait = $11,"
-                       " conditions = $12, recovery_error = $13, due_ms = $14,"
-                       " lease_owner = $15, lease_until = $16, started_ms = $17,"
-                       " lost_workers = $18 WHERE session_id = $1 AND exec_id = $2",
-    [PG_STEP_DELETE] = "DELETE FROM steps WHERE session_id = $1 AND exec_id = $2",
+    /* A new execution takes a free slot of its session (STEP_FREE) when
+     * there is one: an UPDATE finds room on the slot's own page once the
+     * page is pruned, where an INSERT goes where the free space map points
+     * (nowhere until a VACUUM) and the table grows with every Step ever run. */
+    [PG_STEP_INSERT] = "WITH slot AS (UPDATE steps SET " STEP_SET " WHERE ctid ="
+                       " (SELECT ctid FROM steps WHERE session_id = $1 AND state = " STEP_FREE
+                       " LIMIT 1) AND session_id = $1 AND state = " STEP_FREE " RETURNING 1)"
+                       " INSERT INTO steps(" STEP_COLS ") SELECT $1, $2, $3, $4, $5, $6, $7, $8,"
+                       " $9, $10, $11, $12, $13, $14, $15, $16, $17, $18"
+                       " WHERE NOT EXISTS (SELECT 1 FROM slot)",
+    [PG_STEP_GET] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1 AND exec_id = $2"
+                    " AND state <> " STEP_FREE,
+    [PG_STEP_UPDATE] = "UPDATE steps SET " STEP_SET " WHERE session_id = $1 AND exec_id = $2"
+                       " AND state <> " STEP_FREE,
+    /* A finished execution's row becomes a free slot (PG_STEP_INSERT), its
+     * values cleared so it holds little. */
+    [PG_STEP_DELETE] = "UPDATE steps SET state = " STEP_FREE ", input = NULL, options = NULL,"
+                       " wait = NULL, conditions = NULL, recovery_error = NULL, due_ms = NULL,"
+                       " lease_owner = NULL WHERE session_id = $1 AND exec_id = $2"
+                       " AND state <> " STEP_FREE,
     /* Read-only (outside a write transaction): no locks. */
     [PG_STEP_FIRST_DUE] = "SELECT " STEP_COLS " FROM steps WHERE due_ms <= $1"
                           " ORDER BY due_ms LIMIT 1",
@@ -113,42 +133,53 @@ static const char *const sql_text[PG_COUNT] = {
                           " WHERE st.due_ms <= $1 ORDER BY st.due_ms LIMIT 1"
                           " FOR UPDATE SKIP LOCKED",
     [PG_STEP_NEXT_DUE] = "SELECT min(due_ms) FROM steps",
-    [PG_STEP_LIST] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1 ORDER BY ord",
+    [PG_STEP_LIST] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1"
+                     " AND state <> " STEP_FREE " ORDER BY ord",
     [PG_STEP_LIST_STATE] = "SELECT " STEP_COLS " FROM steps WHERE session_id = $1"
                            " AND state = $2 ORDER BY ord",
     [PG_STEP_RENEW] = "UPDATE steps SET lease_until = $6, due_ms = $6 WHERE session_id = $1"
                       " AND exec_id = $2 AND state = 3 AND lease_owner = $3 AND attempt = $4"
                       " AND cancelled = 0 AND lease_until > $5",
     [PG_STEP_BUSY] = "SELECT count(*) FROM steps WHERE session_id = $1 AND state IN (1, 3)",
-    [PG_EVENT_APPEND] = "INSERT INTO session_data(skey, kind, key, seq, value)"
-                        " VALUES(" SKEY ", 2, '\\x'::bytea, $3, $4)",
-    [PG_EVENT_TRIM] = "DELETE FROM session_data WHERE skey = " SKEY " AND kind = 2"
-                      " AND key = '\\x'::bytea AND seq <= $3",
-    [PG_EVENT_READ] = "SELECT seq, value FROM session_data WHERE skey = " SKEY " AND kind = 2"
-                      " AND key = '\\x'::bytea AND seq > $3 ORDER BY seq LIMIT $4",
+    [PG_EVENT_APPEND] = "INSERT INTO events(skey, seq, value) VALUES(" SKEY ", $3, $4)",
+    [PG_EVENT_TRIM] = "DELETE FROM events WHERE skey = " SKEY " AND seq <= $3",
+    [PG_EVENT_READ] = "SELECT seq, value FROM events WHERE skey = " SKEY " AND seq > $3"
+                      " ORDER BY seq LIMIT $4",
     [PG_NOTIFY] = "SELECT pg_notify('" DEXA__PG_CHANNEL "', $1)",
     [PG_ADMIN_SESSION_DUMP] = "SELECT flow_type, created_ms, status, event_seq, step_ord, settings"
                               " FROM sessions WHERE session_id = $1",
     [PG_ADMIN_SESSION_RESTORE] = "UPDATE sessions SET status = $2, event_seq = $3, step_ord = $4"
                                  " WHERE session_id = $1",
-    [PG_ADMIN_CHAN_SCAN] = "SELECT key, seq, value FROM session_data WHERE skey ="
-                           " (SELECT skey FROM sessions WHERE session_id = $1) AND kind = 1"
-                           " ORDER BY key, seq",
-    [PG_ADMIN_ORPHAN_DATA] = "SELECT count(*) FROM session_data d WHERE NOT EXISTS"
-                             " (SELECT 1 FROM sessions s WHERE s.skey = d.skey)",
+    [PG_ADMIN_CHAN_SCAN] = "SELECT channel, seq, value FROM channel_msgs WHERE skey ="
+                           " (SELECT skey FROM sessions WHERE session_id = $1)"
+                           " ORDER BY channel, seq",
+    [PG_ADMIN_ORPHAN_DATA] = "SELECT (SELECT count(*) FROM attrs d WHERE NOT EXISTS"
+                             " (SELECT 1 FROM sessions s WHERE s.skey = d.skey)) +"
+                             " (SELECT count(*) FROM channel_msgs d WHERE NOT EXISTS"
+                             " (SELECT 1 FROM sessions s WHERE s.skey = d.skey)) +"
+                             " (SELECT count(*) FROM events d WHERE NOT EXISTS"
+                             " (SELECT 1 FROM sessions s WHERE s.skey = d.skey))",
     [PG_ADMIN_ORPHAN_STEPS] = "SELECT count(*) FROM steps t WHERE NOT EXISTS"
                               " (SELECT 1 FROM sessions s WHERE s.session_id = t.session_id)",
-    [PG_ADMIN_EVENTS_PAST] = "SELECT count(*) FROM session_data d JOIN sessions s ON s.skey = d.skey"
-                             " WHERE d.kind = 2 AND d.seq > s.event_seq",
-    [PG_ADMIN_VALUES_PAGE] = "SELECT skey, kind::integer, key, seq, value FROM session_data"
-                             " WHERE (skey, kind, key, seq) > ($1::bigint, $2::smallint, $3::bytea,"
-                             " $4::bigint) ORDER BY skey, kind, key, seq LIMIT 500",
+    [PG_ADMIN_EVENTS_PAST] = "SELECT count(*) FROM events d JOIN sessions s ON s.skey = d.skey"
+                             " WHERE d.seq > s.event_seq",
+    /* A page of each data table's values after a row (skey, then the key
+     * or channel and the seq the table has), in primary key order
+     * (pg_admin.c). */
+    [PG_ADMIN_VALUES_PAGE] = "SELECT skey, key, 0::bigint, value FROM attrs"
+                             " WHERE (skey, key) > ($1::bigint, $2::bytea)"
+                             " ORDER BY skey, key LIMIT 500",
+    [PG_ADMIN_CHAN_VALUES_PAGE] = "SELECT skey, channel, seq, value FROM channel_msgs"
+                                  " WHERE (skey, channel, seq) > ($1::bigint, $2::bytea, $3::bigint)"
+                                  " ORDER BY skey, channel, seq LIMIT 500",
+    [PG_ADMIN_EVENT_VALUES_PAGE] = "SELECT skey, '\\x'::bytea, seq, value FROM events"
+                                   " WHERE (skey, seq) > ($1::bigint, $2::bigint)"
+                                   " ORDER BY skey, seq LIMIT 500",
     /* Sent right after PG_SESSION_LOCK: the attributes write transactions
      * usually read ($2: their keys in hex). */
-    [PG_ATTR_PREFETCH] = "SELECT key, value FROM session_data WHERE skey ="
-                         " (SELECT skey FROM sessions WHERE session_id = $1) AND kind = 0"
-                         " AND key = ANY(ARRAY(SELECT decode(k, 'hex') FROM unnest($2::text[]) AS k))"
-                         " AND seq = 0",
+    [PG_ATTR_PREFETCH] = "SELECT key, value FROM attrs WHERE skey ="
+                         " (SELECT skey FROM sessions WHERE session_id = $1)"
+                         " AND key = ANY(ARRAY(SELECT decode(k, 'hex') FROM unnest($2::text[]) AS k))",
 };
 
 static int64_t mono_ms(void) {
@@ -185,8 +216,8 @@ void dexa__pg_p_null(pg_params *p) {
   p->fmt[i] = 0;
 }
 
-/* Results come in binary: every integer column is bigint (schema) or a
- * count, 8 bytes in network order. */
+/* Results come in binary: integer columns are bigint, integer or smallint
+ * (schema), counts bigint, all in network order. */
 int64_t dexa__pg_int(const PGresult *r, int row, int col) {
   if (PQgetisnull(r, row, col)) return 0;
   const char *v = PQgetvalue(r, row, col);
@@ -200,6 +231,11 @@ int64_t dexa__pg_int(const PGresult *r, int row, int col) {
     uint32_t x;
     memcpy(&x, v, 4);
     return (int32_t)be32toh(x);
+  }
+  if (len == 2) {
+    uint16_t x;
+    memcpy(&x, v, 2);
+    return (int16_t)be16toh(x);
   }
   return 0;
 }
@@ -997,6 +1033,7 @@ const dexa__store_ops dexa__pg_ops = {
     .step_renew = dexa__pg_step_renew,
     .step_busy_count = dexa__pg_step_busy_count,
     .event_append = dexa__pg_event_append,
+    .event_append_batch = dexa__pg_event_append_batch,
     .event_trim = dexa__pg_event_trim,
     .event_read = dexa__pg_event_read,
     .sync = pg_sync,

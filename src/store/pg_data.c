@@ -399,7 +399,7 @@ int dexa__pg_session_list(dexa__store_conn *base, int64_t before_ms, const char 
 
 /* ---- session data --------------------------------------------------------------- */
 
-/* The first two parameters of a session_data statement: the session id and,
+/* The first two parameters of an attrs, channel_msgs or events statement: the session id and,
  * in a write transaction, its skey from the memo (which also locks the
  * session); NULL lets the statement look it up. */
 static int bind_session(pg_conn *c, pg_params *p, const char *sid) {
@@ -577,6 +577,136 @@ int dexa__pg_event_append(dexa__store_conn *base, const char *sid, int64_t seq, 
   return rc == DEXA_OK ? dexa__pg_exec(c, PG_EVENT_APPEND, &p, NULL) : rc;
 }
 
+/* ---- event batches ---------------------------------------------------------
+ * The events of one result share a row keyed by the last one's seq: a row
+ * costs a 24-byte tuple header, its key columns and an index entry, more
+ * than a typical event's packed JSON. Its value: PG_EVENT_BATCH_TAG, then
+ * 1 and the payload packed (value_pack.h) or 0 and the payload as it is;
+ * the payload is each event's length (LEB128) and JSON in seq order. */
+
+static void put_varint(dexa__buf *b, size_t v) {
+  while (v >= 0x80) {
+    dexa__buf_putc(b, (char)(0x80 | (v & 0x7F)));
+    v >>= 7;
+  }
+  dexa__buf_putc(b, (char)v);
+}
+
+int dexa__pg_event_append_batch(dexa__store_conn *base, const char *sid, int64_t last_seq,
+                                const char *const *json, const size_t *len, size_t n) {
+  pg_conn *c = (pg_conn *)base;
+  dexa__buf pay, val;
+  dexa__buf_init(&pay);
+  dexa__buf_init(&val);
+  for (size_t i = 0; i < n; i++) {
+    put_varint(&pay, len[i]);
+    dexa__buf_append(&pay, json[i], len[i]);
+  }
+  pg_params p = {0};
+  int rc = pay.oom ? DEXA_E_NOMEM : bind_session(c, &p, sid);
+  size_t packed = 0;
+  if (rc == DEXA_OK && dexa__grow(&c->packbuf, &c->packcap, dexa__value_pack_bound(pay.len)) != 0)
+    rc = DEXA_E_NOMEM;
+  if (rc == DEXA_OK) packed = dexa__value_pack(pay.data, pay.len, (unsigned char *)c->packbuf);
+  dexa__buf_putc(&val, (char)PG_EVENT_BATCH_TAG);
+  dexa__buf_putc(&val, packed ? 1 : 0);
+  dexa__buf_append(&val, packed ? c->packbuf : pay.data, packed ? packed : pay.len);
+  if (rc == DEXA_OK && val.oom) rc = DEXA_E_NOMEM;
+  if (rc == DEXA_OK) {
+    dexa__pg_p_int(&p, last_seq);
+    dexa__pg_p_bytes(&p, val.data, val.len);
+    rc = dexa__pg_exec(c, PG_EVENT_APPEND, &p, NULL);
+  }
+  dexa__buf_free(&pay);
+  dexa__buf_free(&val);
+  return rc;
+}
+
+static int get_varint(const unsigned char **p, const unsigned char *end, size_t *v) {
+  size_t r = 0;
+  for (int shift = 0; *p < end && shift < 63; shift += 7) {
+    unsigned char b = *(*p)++;
+    r |= (size_t)(b & 0x7F) << shift;
+    if (!(b & 0x80)) {
+      *v = r;
+      return DEXA_OK;
+    }
+  }
+  return DEXA_E_CORRUPT;
+}
+
+/* The batch's payload in c's buffer (with room for a NUL after it). */
+static int batch_payload(pg_conn *c, const unsigned char *v, size_t n, size_t *len) {
+  if (n < 2 || v[1] > 1) return DEXA_E_CORRUPT;
+  size_t need = n - 2;
+  if (v[1] == 1 && dexa__value_unpacked_len(v + 2, n - 2, &need) != DEXA_OK) return DEXA_E_CORRUPT;
+  if (need > SIZE_MAX - DEXA__UNPACK_SLACK - 1 ||
+      dexa__grow(&c->buf, &c->cap, need + DEXA__UNPACK_SLACK + 1) != 0)
+    return DEXA_E_NOMEM;
+  if (v[1] == 1 && dexa__value_unpack(v + 2, n - 2, c->buf, need) != DEXA_OK) return DEXA_E_CORRUPT;
+  if (v[1] == 0) memcpy(c->buf, v + 2, need);
+  c->buf[need] = '\0';
+  *len = need;
+  return DEXA_OK;
+}
+
+/* The number of events of a payload; CORRUPT when it does not parse. */
+static int batch_count(const char *buf, size_t len, int64_t *count) {
+  const unsigned char *p = (const unsigned char *)buf, *end = p + len;
+  *count = 0;
+  while (p < end) {
+    size_t el;
+    if (get_varint(&p, end, &el) != DEXA_OK || el > (size_t)(end - p)) return DEXA_E_CORRUPT;
+    p += el;
+    (*count)++;
+  }
+  return *count > 0 ? DEXA_OK : DEXA_E_CORRUPT;
+}
+
+int dexa__pg_value_check(pg_conn *c, const PGresult *r, int row, int col) {
+  const unsigned char *v = (const unsigned char *)PQgetvalue(r, row, col);
+  size_t n = (size_t)PQgetlength(r, row, col), len = 0;
+  const char *json;
+  if (n == 0 || v[0] != PG_EVENT_BATCH_TAG) return dexa__pg_column_value(c, r, row, col, &json, &len);
+  int64_t count = 0;
+  int rc = batch_payload(c, v, n, &len);
+  return rc == DEXA_OK ? batch_count(c->buf, len, &count) : rc;
+}
+
+int dexa__pg_event_row(pg_conn *c, const PGresult *r, int row, int64_t after, int64_t *budget,
+                       dexa__value_visit_fn visit, void *ctx) {
+  int64_t last = dexa__pg_int(r, row, 0);
+  const unsigned char *v = (const unsigned char *)PQgetvalue(r, row, 1);
+  size_t n = (size_t)PQgetlength(r, row, 1);
+  if (n == 0 || v[0] != PG_EVENT_BATCH_TAG) {
+    const char *json;
+    size_t jn;
+    int rc = dexa__pg_column_value(c, r, row, 1, &json, &jn);
+    if (rc != DEXA_OK || last <= after || *budget <= 0) return rc;
+    (*budget)--;
+    return visit(ctx, last, json, jn);
+  }
+  size_t len = 0;
+  int64_t count = 0;
+  int rc = batch_payload(c, v, n, &len);
+  if (rc == DEXA_OK) rc = batch_count(c->buf, len, &count);
+  const unsigned char *p = (const unsigned char *)c->buf, *end = p + len;
+  for (int64_t seq = last - count + 1; rc == DEXA_OK && p < end && *budget > 0; seq++) {
+    size_t el = 0;
+    get_varint(&p, end, &el); /* batch_count parsed them all */
+    const char *json = (const char *)p;
+    p += el;
+    if (seq <= after) continue;
+    /* Visitors get NUL-terminated JSON: the next length's byte is put back. */
+    char keep = *(char *)p;
+    *(char *)p = '\0';
+    (*budget)--;
+    rc = visit(ctx, seq, json, el);
+    *(char *)p = keep;
+  }
+  return rc;
+}
+
 int dexa__pg_event_trim(dexa__store_conn *base, const char *sid, int64_t upto_seq) {
   pg_conn *c = (pg_conn *)base;
   pg_params p = {0};
@@ -596,12 +726,9 @@ int dexa__pg_event_read(dexa__store_conn *base, const char *sid, int64_t after_s
   dexa__pg_p_int(&p, limit);
   PGresult *r = dexa__pg_run(c, PG_EVENT_READ, &p, &rc);
   if (!r) return rc;
-  for (int i = 0; rc == DEXA_OK && i < PQntuples(r); i++) {
-    const char *v;
-    size_t vn;
-    rc = dexa__pg_column_value(c, r, i, 1, &v, &vn);
-    if (rc == DEXA_OK) rc = visit(ctx, dexa__pg_int(r, i, 0), v, vn);
-  }
+  int64_t budget = limit; /* rows of a batch hold several events */
+  for (int i = 0; rc == DEXA_OK && i < PQntuples(r) && budget > 0; i++)
+    rc = dexa__pg_event_row(c, r, i, after_seq, &budget, visit, ctx);
   PQclear(r);
   return rc;
 }
@@ -642,6 +769,23 @@ static int exec_id_stmt(pg_conn *c, pg_stmt_id id, const char *sid, int64_t *cha
   return dexa__pg_exec(c, id, &p, changed);
 }
 
+/* Deletes up to max rows of the session's data, table after table
+ * (attributes, channel messages, events); *deleted: how many. */
+static int purge_data(pg_conn *c, int64_t skey, int64_t max, int64_t *deleted) {
+  static const pg_stmt_id tables[] = {PG_SESSION_PURGE_DATA, PG_SESSION_PURGE_CHANS,
+                                      PG_SESSION_PURGE_EVENTS};
+  int rc = DEXA_OK;
+  for (size_t i = 0; rc == DEXA_OK && i < 3 && *deleted < max; i++) {
+    pg_params p = {0};
+    int64_t n = 0;
+    dexa__pg_p_int(&p, skey);
+    dexa__pg_p_int(&p, max - *deleted);
+    rc = dexa__pg_exec(c, tables[i], &p, &n);
+    *deleted += n;
+  }
+  return rc;
+}
+
 int dexa__pg_session_purge(dexa__store_conn *base, const char *id, int64_t max_rows,
                            int64_t *deleted, int *gone) {
   pg_conn *c = (pg_conn *)base;
@@ -654,10 +798,7 @@ int dexa__pg_session_purge(dexa__store_conn *base, const char *id, int64_t max_r
   /* What any cache holds of it is stale: forgotten at commit (no cached
    * session has version -1); other processes see its version raised. */
   dexa__write_log_bumped(&c->log, id, 0);
-  pg_params p = {0};
-  dexa__pg_p_int(&p, row->skey);
-  dexa__pg_p_int(&p, max_rows > 0 ? max_rows : 1);
-  rc = dexa__pg_exec(c, PG_SESSION_PURGE_DATA, &p, deleted);
+  rc = purge_data(c, row->skey, max_rows > 0 ? max_rows : 1, deleted);
   if (rc != DEXA_OK) return rc;
   if (*deleted >= max_rows) {
     if (dexa__session_memo_will_change(&c->memo, row) != 0) return DEXA_E_NOMEM;

@@ -34,7 +34,9 @@ typedef enum pg_stmt_id {
   PG_SESSION_SET_ACTIVE,
   PG_SESSION_EXPIRED_OPEN,
   PG_SESSION_EXPIRED_CLOSED,
-  PG_SESSION_PURGE_DATA,
+  PG_SESSION_PURGE_DATA, /* attributes */
+  PG_SESSION_PURGE_CHANS,
+  PG_SESSION_PURGE_EVENTS,
   PG_SESSION_PURGE_STEPS,
   PG_SESSION_DELETE,
   PG_SESSION_STATUS,
@@ -74,6 +76,8 @@ typedef enum pg_stmt_id {
   PG_ADMIN_EVENTS_PAST,
   PG_ADMIN_VALUES_PAGE,
   PG_ATTR_PREFETCH,
+  PG_ADMIN_CHAN_VALUES_PAGE,
+  PG_ADMIN_EVENT_VALUES_PAGE,
   PG_COUNT
 } pg_stmt_id;
 
@@ -226,7 +230,20 @@ int dexa__pg_chan_take(dexa__store_conn *c, const char *sid, const char *ch, siz
                        int64_t n, dexa__value_visit_fn visit, void *ctx);
 int dexa__pg_event_append(dexa__store_conn *c, const char *sid, int64_t seq, const char *json,
                           size_t len);
+int dexa__pg_event_append_batch(dexa__store_conn *c, const char *sid, int64_t last_seq,
+                                const char *const *json, const size_t *len, size_t n);
 int dexa__pg_event_trim(dexa__store_conn *c, const char *sid, int64_t upto_seq);
+/* The first byte of an events row that holds several events (pg_data.c);
+ * neither JSON nor a packed value (value_pack.h) starts with it. */
+#define PG_EVENT_BATCH_TAG 0x1E
+/* Visits the events of row `row` of r (seq, value: an events row) after
+ * seq `after`, at most *budget of them (lowered for each). A batch is
+ * unpacked into c's buffer. DEXA_E_CORRUPT for a damaged value. */
+int dexa__pg_event_row(pg_conn *c, const PGresult *r, int row, int64_t after, int64_t *budget,
+                       dexa__value_visit_fn visit, void *ctx);
+/* DEXA_E_CORRUPT when the stored value at (row, col) does not unpack (a
+ * packed value or an event batch). */
+int dexa__pg_value_check(pg_conn *c, const PGresult *r, int row, int col);
 int dexa__pg_event_read(dexa__store_conn *c, const char *sid, int64_t after_seq, int32_t limit,
                         dexa__value_visit_fn visit, void *ctx);
 

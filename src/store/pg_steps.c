@@ -3,7 +3,14 @@
  * In a write transaction every operation on a session's Steps first locks
  * the session's row (pg_internal.h), so writers of one session take turns
  * across processes; the claim (step_first_due) locks a due row and its
- * session together and skips rows other transactions hold. */
+ * session together and skips rows other transactions hold.
+ *
+ * A finished execution's row is not deleted but kept as a free slot
+ * (state 0) that the session's next execution takes (PG_STEP_INSERT and
+ * PG_STEP_DELETE, pg_conn.c): a new row goes where the free space map
+ * points, which knows nothing until a VACUUM, so the table grew with every
+ * Step ever run; an updated row stays on its page. No read returns a free
+ * slot. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -209,6 +209,11 @@ typedef struct dexa__store_ops {
   /* Durable events of a session's stream. */
   int (*event_append)(dexa__store_conn *c, const char *sid, int64_t seq, const char *json,
                       size_t len);
+  /* Optional (NULL: event_append each): appends the n events json[i]
+   * (len[i] bytes) at seqs last_seq - n + 1 .. last_seq, for a store
+   * where one row for them all costs less than a row each (pg_data.c). */
+  int (*event_append_batch)(dexa__store_conn *c, const char *sid, int64_t last_seq,
+                            const char *const *json, const size_t *len, size_t n);
   int (*event_trim)(dexa__store_conn *c, const char *sid, int64_t upto_seq);
   int (*event_read)(dexa__store_conn *c, const char *sid, int64_t after_seq, int32_t limit,
                     dexa__value_visit_fn visit, void *ctx);

@@ -14,7 +14,8 @@
  * follow, each added, until one is below 255), the literals, and, unless
  * the value is complete, a 2-byte little-endian distance back from the
  * current position in (dictionary || unpacked bytes so far) and the match
- * length's extra bytes.
+ * length's extra bytes. Tag 0x1E is taken: the PostgreSQL store's rows
+ * of several events start with it (pg_internal.h).
  *
  * Pure functions with no I/O; safe from any thread. */
 #ifndef DEXA_STORE_VALUE_PACK_H

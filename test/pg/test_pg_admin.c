@@ -132,10 +132,10 @@ static void test_check_and_vacuum(void) {
   cJSON_Delete(v);
   /* what the library would not write: a row of no session, a packed value
    * whose length is a lie */
-  CHECK(sql(pg, "INSERT INTO session_data(skey, kind, key, seq, value)"
-                " VALUES(999999, 0, '\\x41'::bytea, 0, '\\x7b7d'::bytea)"));
-  CHECK(sql(pg, "UPDATE session_data SET value = '\\x0164'::bytea WHERE kind = 0"
-                " AND key = convert_to('AgentTurn', 'UTF8') AND skey ="
+  CHECK(sql(pg, "INSERT INTO attrs(skey, key, value)"
+                " VALUES(999999, '\\x41'::bytea, '\\x7b7d'::bytea)"));
+  CHECK(sql(pg, "UPDATE attrs SET value = '\\x0164'::bytea"
+                " WHERE key = convert_to('AgentTurn', 'UTF8') AND skey ="
                 " (SELECT skey FROM sessions WHERE session_id = 's-one')"));
   out = NULL;
   CHECK_EQ_INT(dexa_store_check(pg, &out, NULL, err, sizeof err), DEXA_E_CORRUPT);

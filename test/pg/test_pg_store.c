@@ -65,6 +65,15 @@ static int64_t meta_version(const char *path) {
   return v;
 }
 
+static int64_t count_rows(const char *path, const char *sql) {
+  PGconn *db = PQconnectdb(path);
+  PGresult *r = PQexec(db, sql);
+  int64_t n = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) ? atoll(PQgetvalue(r, 0, 0)) : -1;
+  PQclear(r);
+  PQfinish(db);
+  return n;
+}
+
 /* A version 1 database (steps without lost_workers) is migrated on open:
  * old rows count 0 lost workers. */
 static void test_version_1_schema_gets_lost_worker_counts(void) {
@@ -73,12 +82,13 @@ static void test_version_1_schema_gets_lost_worker_counts(void) {
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
   PGconn *db = PQconnectdb(path);
   PQclear(PQexec(db, "ALTER TABLE steps DROP COLUMN lost_workers"));
-  PQclear(PQexec(db, "INSERT INTO steps VALUES('s', 'RunModel-3', 'RunModel', 3, 3, 2, 2, 0,"
-                     " NULL, NULL, NULL, NULL, NULL, 0, 'w', 0, 0)"));
+  PQclear(PQexec(db, "INSERT INTO steps(session_id, exec_id, step_type, ord, state, method,"
+                     " attempt, cancelled, due_ms, lease_owner, lease_until, started_ms)"
+                     " VALUES('s', 'RunModel-3', 'RunModel', 3, 3, 2, 2, 0, 0, 'w', 0, 0)"));
   PQclear(PQexec(db, "UPDATE dexa_meta SET value = '1' WHERE key = 'schema_version'"));
   PQfinish(db);
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
-  CHECK_EQ_INT(meta_version(path), 3);
+  CHECK_EQ_INT(meta_version(path), 4);
   db = PQconnectdb(path);
   PGresult *r = PQexec(db, "SELECT lost_workers FROM steps");
   CHECK(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1);
@@ -92,13 +102,89 @@ static void test_newer_schema_is_refused_and_left_alone(void) {
   char path[1024], err[512];
   temp_store_path(path, sizeof path, "newer");
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
-  CHECK_EQ_INT(meta_version(path), 3);
+  CHECK_EQ_INT(meta_version(path), 4);
   PGconn *db = PQconnectdb(path);
   PQclear(PQexec(db, "UPDATE dexa_meta SET value = '99' WHERE key = 'schema_version'"));
   PQfinish(db);
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_E_UNSUPPORTED);
-  CHECK_CONTAINS(err, "schema version 99 is newer than this library's (3)");
+  CHECK_CONTAINS(err, "schema version 99 is newer than this library's (4)");
   CHECK_EQ_INT(meta_version(path), 99);
+  temp_store_remove(path);
+}
+
+/* A version 3 database (attributes, channel messages and events in one
+ * session_data table, steps of bigint columns) is migrated on open: every
+ * row moves to the table of its kind, values as they were, and
+ * session_data is gone; steps are rebuilt with narrow counters; the store
+ * reads them through its usual operations. */
+static void test_version_3_data_moves_to_a_table_per_kind(void) {
+  char path[1024], err[512];
+  temp_store_path(path, sizeof path, "v3data");
+  CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
+  PGconn *db = PQconnectdb(path);
+  PGresult *r = PQexec(db,
+      "DROP TABLE attrs, channel_msgs, events, steps;"
+      "CREATE TABLE steps(session_id text NOT NULL, exec_id text NOT NULL,"
+      " step_type text NOT NULL, ord bigint NOT NULL, state bigint NOT NULL,"
+      " method bigint NOT NULL, attempt bigint NOT NULL, cancelled bigint NOT NULL,"
+      " input bytea, options bytea, wait bytea, conditions bytea, recovery_error bytea,"
+      " due_ms bigint, lease_owner text, lease_until bigint NOT NULL,"
+      " started_ms bigint NOT NULL, lost_workers bigint NOT NULL DEFAULT 0,"
+      " PRIMARY KEY(session_id, exec_id));"
+      "CREATE INDEX steps_due ON steps(due_ms) WHERE due_ms IS NOT NULL;"
+      "INSERT INTO steps VALUES('old', 'W-7', 'W', 7, 3, 2, 4, 1, convert_to('[1]', 'UTF8'),"
+      " NULL, NULL, NULL, NULL, 123, 'me', 456, 99, 2);"
+      "CREATE TABLE session_data(skey bigint NOT NULL, kind smallint NOT NULL,"
+      " key bytea NOT NULL, seq bigint NOT NULL, value bytea NOT NULL,"
+      " PRIMARY KEY(skey, kind, key, seq));"
+      "INSERT INTO sessions(session_id, flow_type, created_ms, status, event_seq, step_ord)"
+      " VALUES('old', 'Fake', 1, 0, 2, 0);"
+      "INSERT INTO session_data SELECT skey, 0, convert_to('k', 'UTF8'), 0, convert_to('\"v\"', 'UTF8')"
+      " FROM sessions WHERE session_id = 'old';"
+      "INSERT INTO session_data SELECT skey, 1, convert_to('ch', 'UTF8'), 1, convert_to('1', 'UTF8')"
+      " FROM sessions WHERE session_id = 'old';"
+      "INSERT INTO session_data SELECT skey, 2, '\\x'::bytea, s, convert_to('{\"e\":' || s || '}', 'UTF8')"
+      " FROM sessions, generate_series(1, 2) AS s WHERE session_id = 'old';"
+      "UPDATE dexa_meta SET value = '3' WHERE key = 'schema_version'");
+  CHECK_EQ_INT(PQresultStatus(r), PGRES_COMMAND_OK);
+  PQclear(r);
+  PQfinish(db);
+  CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
+  CHECK_EQ_INT(meta_version(path), 4);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM pg_class WHERE relname = 'session_data'"
+                                " AND relnamespace = current_schema()::regnamespace"), 0);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM attrs"), 1);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM channel_msgs"), 1);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM events"), 2);
+  temp_side side;
+  CHECK_EQ_INT(temp_side_open(&side, path, 0), DEXA_OK);
+  dexa__store_conn *c = side.conn;
+  const char *v = NULL;
+  size_t vn = 0;
+  CHECK_EQ_INT(c->ops->attr_get(c, "old", "k", 1, &v, &vn), DEXA_OK);
+  if (v) CHECK(vn == 3 && memcmp(v, "\"v\"", 3) == 0);
+  int64_t n = 0;
+  CHECK_EQ_INT(c->ops->chan_count(c, "old", "ch", 2, &n), DEXA_OK);
+  CHECK_EQ_INT((int)n, 1);
+  /* steps: rebuilt in version 4's layout, the row as it was */
+  dexa__step_row row;
+  CHECK_EQ_INT(c->ops->step_get(c, "old", "W-7", &row), DEXA_OK);
+  CHECK_EQ_INT((int)row.ord, 7);
+  CHECK_EQ_INT(row.state, 3);
+  CHECK_EQ_INT(row.method, 2);
+  CHECK_EQ_INT(row.attempt, 4);
+  CHECK_EQ_INT(row.cancelled, 1);
+  CHECK_EQ_INT((int)row.due_ms, 123);
+  CHECK_EQ_INT((int)row.lease_until, 456);
+  CHECK_EQ_INT((int)row.started_ms, 99);
+  CHECK_EQ_INT(row.lost_workers, 2);
+  if (row.lease_owner) CHECK_STR(row.lease_owner, "me");
+  CHECK(row.input_len == 3 && row.input && memcmp(row.input, "[1]", 3) == 0);
+  dexa__step_row_free(&row);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()"
+                                " AND indexname IN ('steps_pkey', 'steps_due')"), 2);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM pg_class WHERE relname = 'steps_v3'"), 0);
+  temp_side_close(&side);
   temp_store_remove(path);
 }
 
@@ -121,7 +207,7 @@ static void test_version_2_database_gets_session_lifetimes(void) {
                      " step_ord) VALUES('old', 'AgentSession', 1, 0, 0, 0);"
                      "UPDATE dexa_meta SET value = '2' WHERE key = 'schema_version'"));
   CHECK_EQ_INT(open_err(path, err, sizeof err), DEXA_OK);
-  CHECK_EQ_INT(meta_version(path), 3);
+  CHECK_EQ_INT(meta_version(path), 4);
   PGresult *r = PQexec(db, "SELECT active_ms, (SELECT count(*) FROM pg_indexes WHERE"
                            " indexname = 'sessions_active' AND schemaname = current_schema()) FROM sessions WHERE session_id = 'old'");
   CHECK_EQ_INT(PQresultStatus(r), PGRES_TUPLES_OK);
@@ -247,6 +333,111 @@ static void test_two_stores_never_claim_one_step_twice(void) {
   CHECK_EQ_INT(c[0].claimed + c[1].claimed, 40);
 }
 
+
+static void step_at(dexa__step_row *row, const char *sid, char *exec, size_t n, int ord) {
+  snprintf(exec, n, "W-%d", ord);
+  *row = (dexa__step_row){.session_id = (char *)sid, .exec_id = exec, .step_type = "W",
+                          .ord = ord, .state = DEXA__STEP_READY, .method = 2, .due_ms = 10,
+                          .input = "{\"big\":1}", .input_len = 9};
+}
+
+/* A finished Step's row is kept as a free slot that the session's next
+ * Step takes (so the table does not grow with every Step ever run): the
+ * free slot is found by no read, and a session's slots are its own. */
+static void test_finished_step_rows_are_reused_and_hidden(void) {
+  char path[1024], exec[16];
+  temp_store_path(path, sizeof path, "slots");
+  temp_side side;
+  CHECK_EQ_INT(temp_side_open(&side, path, 0), DEXA_OK);
+  dexa__store_conn *c = side.conn;
+  dexa__step_row row, got;
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "a", "Fake", 1, "{}", 2), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "b", "Fake", 1, "{}", 2), DEXA_OK);
+  for (int i = 1; i <= 2; i++) {
+    step_at(&row, "a", exec, sizeof exec, i);
+    CHECK_EQ_INT(c->ops->step_insert(c, &row), DEXA_OK);
+  }
+  CHECK_EQ_INT(c->ops->step_delete(c, "a", "W-1"), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->step_get(c, "a", "W-1", &got), DEXA_E_NOT_FOUND);
+  dexa__step_row *rows = NULL;
+  size_t n = 0;
+  CHECK_EQ_INT(c->ops->step_list(c, "a", 0, &rows, &n), DEXA_OK);
+  CHECK_EQ_INT((int)n, 1);
+  if (n == 1) CHECK_STR(rows[0].exec_id, "W-2");
+  dexa__step_rows_free(rows, n);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM steps WHERE state = 0 AND input IS NULL"), 1);
+  /* Another session's Step does not take a's slot; a's next one does. */
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  step_at(&row, "b", exec, sizeof exec, 1);
+  CHECK_EQ_INT(c->ops->step_insert(c, &row), DEXA_OK);
+  step_at(&row, "a", exec, sizeof exec, 3);
+  CHECK_EQ_INT(c->ops->step_insert(c, &row), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM steps"), 3);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM steps WHERE state = 0"), 0);
+  CHECK_EQ_INT(c->ops->step_get(c, "a", "W-3", &got), DEXA_OK);
+  if (got.input) CHECK(got.input_len == 9 && memcmp(got.input, "{\"big\":1}", 9) == 0);
+  CHECK_EQ_INT((int)got.ord, 3);
+  dexa__step_row_free(&got);
+  temp_side_close(&side);
+  temp_store_remove(path);
+}
+
+typedef struct seen_events {
+  int n;
+  int64_t seq[8];
+  char json[8][32];
+} seen_events;
+
+static int see_event(void *ctx, int64_t seq, const char *json, size_t len) {
+  seen_events *s = ctx;
+  if (s->n >= 8 || len >= sizeof s->json[0] || json[len] != '\0') return DEXA_E_CORRUPT;
+  s->seq[s->n] = seq;
+  memcpy(s->json[s->n++], json, len + 1);
+  return DEXA_OK;
+}
+
+/* The events of one result share a row: read back one by one, from any
+ * seq inside the row, never past the limit, each NUL-terminated; a
+ * damaged row is found by the store check. */
+static void test_events_of_one_result_share_a_row(void) {
+  char path[1024];
+  temp_store_path(path, sizeof path, "evbatch");
+  temp_side side;
+  CHECK_EQ_INT(temp_side_open(&side, path, 0), DEXA_OK);
+  dexa__store_conn *c = side.conn;
+  const char *json[3] = {"{\"type\":\"a\"}", "{\"type\":\"bb\"}", "{\"type\":\"ccc\"}"};
+  size_t len[3] = {12, 13, 14};
+  CHECK(c->ops->event_append_batch != NULL);
+  CHECK_EQ_INT(c->ops->begin_write(c), DEXA_OK);
+  CHECK_EQ_INT(c->ops->session_insert(c, "e", "Fake", 1, "{}", 2), DEXA_OK);
+  CHECK_EQ_INT(c->ops->event_append_batch(c, "e", 3, json, len, 3), DEXA_OK);
+  CHECK_EQ_INT(c->ops->event_append(c, "e", 4, "{\"type\":\"d\"}", 12), DEXA_OK);
+  CHECK_EQ_INT(c->ops->commit(c), DEXA_OK);
+  CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM events"), 2);
+  seen_events all = {0}, mid = {0};
+  CHECK_EQ_INT(c->ops->event_read(c, "e", 0, 10, see_event, &all), DEXA_OK);
+  CHECK_EQ_INT(all.n, 4);
+  for (int i = 0; i < all.n; i++) CHECK_EQ_INT((int)all.seq[i], i + 1);
+  CHECK_STR(all.json[1], "{\"type\":\"bb\"}");
+  CHECK_STR(all.json[2], "{\"type\":\"ccc\"}");
+  CHECK_STR(all.json[3], "{\"type\":\"d\"}");
+  CHECK_EQ_INT(c->ops->event_read(c, "e", 1, 1, see_event, &mid), DEXA_OK);
+  CHECK_EQ_INT(mid.n, 1);
+  CHECK_EQ_INT((int)mid.seq[0], 2);
+  temp_side_close(&side);
+  PGconn *db = PQconnectdb(path);
+  PQclear(PQexec(db, "UPDATE events SET value = '\\x1e0009'::bytea WHERE seq = 3"));
+  PQfinish(db);
+  char *out = NULL, err[256];
+  CHECK_EQ_INT(dexa_store_check(path, &out, NULL, err, sizeof err), DEXA_E_CORRUPT);
+  if (out) CHECK_CONTAINS(out, "stored values are damaged");
+  dexa_free(out);
+  temp_store_remove(path);
+}
+
 static const char *DESC =
     "{\"flow_type\":\"Fake\",\"start_step\":\"Start\",\"steps\":["
     "{\"name\":\"Start\",\"options\":{\"locked\":true}},"
@@ -319,8 +510,11 @@ int main(void) {
   RUN(test_newer_schema_is_refused_and_left_alone);
   RUN(test_version_1_schema_gets_lost_worker_counts);
   RUN(test_version_2_database_gets_session_lifetimes);
+  RUN(test_version_3_data_moves_to_a_table_per_kind);
   RUN(test_a_commit_wakes_another_store);
   RUN(test_two_stores_never_claim_one_step_twice);
+  RUN(test_finished_step_rows_are_reused_and_hidden);
+  RUN(test_events_of_one_result_share_a_row);
   RUN(test_client_only_runtime_sees_other_workers_events);
   TEST_MAIN_END();
 }
