@@ -196,7 +196,7 @@ static int rpc_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
   int64_t now = dexa__now(rt);
   if (rc == DEXA_OK) rc = dexa__session_active(rt, c, a->sid, now);
   if (rc == DEXA_OK) rc = dexa__run_session_locked(rt, c, a->sid, now);
-  if (rc == DEXA_OK) dexa__claim_for_idle(rt, c, &a->handoff, &a->handoff_more);
+  if (rc == DEXA_OK) rc = dexa__claim_for_idle(rt, c, &a->handoff, &a->handoff_more);
   return rc;
 }
 

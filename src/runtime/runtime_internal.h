@@ -521,9 +521,10 @@ dexa_task *dexa__claimed_pop(dexa_runtime *rt);
 /* Inside an RPC's transaction: when workers of this runtime are idle,
  * claims ready Steps for them, one each at most, into cl and q (in a
  * savepoint of its own; a failed claim leaves them empty and the RPC as it
- * was), so no worker claims them in a commit of its own. */
-void dexa__claim_for_idle(dexa_runtime *rt, dexa__store_conn *c, dexa__claim *cl,
-                          dexa__taskq *q);
+ * was: the error is the savepoint's), so no worker claims them in a commit
+ * of its own. */
+int dexa__claim_for_idle(dexa_runtime *rt, dexa__store_conn *c, dexa__claim *cl,
+                         dexa__taskq *q);
 /* After that RPC's commit is durable: hands the tasks to the idle workers
  * (rt->claimed) and wakes them. After a failed commit: drops them. */
 void dexa__hand_claim_over(dexa_runtime *rt, dexa__claim *cl, int committed);

@@ -243,10 +243,9 @@ void dexa__claim_drop(dexa__claim *cl) {
 
 /* After a claim found nothing more due: whether its commit may skip waking
  * another worker (dexa__claim.quiet). A claimer that took nothing looks
- * again itself (a worker: looks_again); one that took a task may be busy
- * with it for long, so a
- * row falling due before a sleeping worker's next look (a poll period)
- * still needs a wake-up. */
+ * again itself when it is a worker (looks_again); one that took a task may
+ * be busy with it for long, so a row falling due before a sleeping
+ * worker's next look (a poll period) still needs a wake-up. */
 static int nothing_due_soon(dexa_runtime *rt, dexa__store_conn *c, const dexa__claim *cl) {
   if (!cl->task) return cl->looks_again;
   int64_t next = DEXA__NO_DUE;

@@ -116,10 +116,13 @@ typedef struct finish_claim_arg {
 } finish_claim_arg;
 
 
-static int claim_after_finish(dexa_runtime *rt, dexa__store_conn *c, finish_claim_arg *a) {
+/* Runs a claim in a savepoint of its own, so a failed claim is undone
+ * alone and leaves cl empty; the error is the savepoint's, not the claim's. */
+static int claim_in_savepoint(dexa_runtime *rt, dexa__store_conn *c, dexa__claim *cl) {
   if (c->ops->savepoint(c) != DEXA_OK) return DEXA_OK;
-  if (dexa__claim_op(rt, c, &a->claim) == DEXA_OK) return c->ops->release(c);
-  dexa__claim_drop(&a->claim);
+  if (dexa__claim_op(rt, c, cl) == DEXA_OK) return c->ops->release(c);
+  dexa__claim_drop(cl);
+  cl->quiet = 0;
   return c->ops->rollback_to(c);
 }
 
@@ -127,7 +130,7 @@ static int finish_claim_op(dexa_runtime *rt, dexa__store_conn *c, void *arg) {
   finish_claim_arg *a = arg;
   a->claim.quiet = 0;
   int rc = finish_op(rt, c, &a->finish);
-  if (rc == DEXA_OK && a->want_next) rc = claim_after_finish(rt, c, a);
+  if (rc == DEXA_OK && a->want_next) rc = claim_in_savepoint(rt, c, &a->claim);
   a->durable |= a->claim.single;
   return rc;
 }
@@ -235,8 +238,8 @@ static void wake_next(dexa_runtime *rt) {
   pthread_cond_signal(&rt->work_cv);
 }
 
-void dexa__claim_for_idle(dexa_runtime *rt, dexa__store_conn *c, dexa__claim *cl,
-                          dexa__taskq *q) {
+int dexa__claim_for_idle(dexa_runtime *rt, dexa__store_conn *c, dexa__claim *cl,
+                         dexa__taskq *q) {
   dexa__claim_drop(cl); /* a batch that runs again claims afresh */
   pthread_mutex_lock(&rt->mu);
   int idle = rt->stopping ? 0 : rt->idle_workers;
@@ -245,11 +248,7 @@ void dexa__claim_for_idle(dexa_runtime *rt, dexa__store_conn *c, dexa__claim *cl
    * has seen every ready row, so its commit need wake nobody else. */
   if (idle > DEXA__CLAIM_BATCH) idle = DEXA__CLAIM_BATCH;
   *cl = (dexa__claim){NULL, 0, 0, q, idle, 0, 0, 0, 0};
-  if (idle < 1 || c->ops->savepoint(c) != DEXA_OK) return;
-  if (dexa__claim_op(rt, c, cl) == DEXA_OK && c->ops->release(c) == DEXA_OK) return;
-  dexa__claim_drop(cl);
-  cl->quiet = 0;
-  (void)c->ops->rollback_to(c);
+  return idle < 1 ? DEXA_OK : claim_in_savepoint(rt, c, cl);
 }
 
 void dexa__hand_claim_over(dexa_runtime *rt, dexa__claim *cl, int committed) {

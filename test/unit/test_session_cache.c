@@ -125,17 +125,22 @@ static void test_a_rolled_back_savepoint_leaves_the_cache_and_the_version(void) 
   temp_side_close(&a);
 }
 
+/* Two stores on path, as two processes; 0 (both closed) if either cannot
+ * open. */
+static int open_two(side *a, side *b) {
+  if (temp_side_open(a, path, 1 << 20) == DEXA_OK && temp_side_open(b, path, 1 << 20) == DEXA_OK)
+    return 1;
+  temp_side_close(a);
+  temp_side_close(b);
+  return 0;
+}
+
 /* Two stores on one file stand for two processes: each has its own cache
  * and sees the other's writes only through the data version. */
 static void test_a_write_by_another_process_is_read_again(void) {
   fresh_path("processes");
   side a = {0}, b = {0};
-  if (temp_side_open(&a, path, 1 << 20) != DEXA_OK ||
-      temp_side_open(&b, path, 1 << 20) != DEXA_OK) {
-    temp_side_close(&a);
-    temp_side_close(&b);
-    CHECK(0);
-  }
+  CHECK(open_two(&a, &b));
   CHECK_EQ_INT(new_session(&a, "s1"), DEXA_OK);
   int64_t va = 0, vb = 0;
   CHECK_EQ_INT(dexa__session_cache_load(a.store->cache, a.conn, "s1", &va), DEXA_OK);
@@ -197,13 +202,7 @@ static const char *read_in_write(side *s, const char *sid, const char *key, cons
 static void test_a_write_transaction_reads_the_current_version(void) {
   fresh_path("in-write");
   side a = {0}, b = {0};
-  if (temp_side_open(&a, path, 1 << 20) != DEXA_OK ||
-      temp_side_open(&b, path, 1 << 20) != DEXA_OK) {
-    temp_side_close(&a);
-    temp_side_close(&b);
-    CHECK(0);
-    return;
-  }
+  CHECK(open_two(&a, &b));
   CHECK_EQ_INT(new_session(&a, "s1"), DEXA_OK);
   int64_t v = 0;
   CHECK_EQ_INT(dexa__session_cache_load(a.store->cache, a.conn, "s1", &v), DEXA_OK);
